@@ -1,0 +1,173 @@
+/// One control event, as it was sent.
+public struct ControlEventRecord: Hashable, Sendable {
+    public var time: Instant
+    public var control: String
+    /// A single event.
+    public var event: Control.Event
+    /// The contact that caused it; nil for programmatic sends.
+    public var contact: ContactID?
+    /// Where the contact was; nil for programmatic sends.
+    public var location: Point?
+    /// The control's state right after the event.
+    public var state: Control.State
+    /// The control's value (sliders and segmented controls).
+    public var value: Double?
+
+    public init(
+        time: Instant, control: String, event: Control.Event, contact: ContactID?, location: Point?,
+        state: Control.State, value: Double?
+    ) {
+        self.time = time
+        self.control = control
+        self.event = event
+        self.contact = contact
+        self.location = location
+        self.state = state
+        self.value = value
+    }
+}
+
+/// An action resolved to where it goes.
+public struct ResolvedAction: Hashable, Sendable {
+    public var time: Instant
+    public var control: String
+    /// The event (or, for a programmatic send, the events) that fired the entry.
+    public var event: Control.Event
+    public var action: String
+    /// The target that handles the action, or nil when no responder did ("unhandled").
+    public var target: String?
+    /// The responder whose target handled it: the control itself for an explicit target, the
+    /// first responder up the chain for a nil target, nil when unhandled.
+    public var responder: Responder?
+    public var contact: ContactID?
+    public var location: Point?
+    public var value: Double?
+
+    public init(
+        time: Instant, control: String, event: Control.Event, action: String, target: String?,
+        responder: Responder?, contact: ContactID?, location: Point?, value: Double?
+    ) {
+        self.time = time
+        self.control = control
+        self.event = event
+        self.action = action
+        self.target = target
+        self.responder = responder
+        self.contact = contact
+        self.location = location
+        self.value = value
+    }
+
+    /// Whether a responder handled the action.
+    public var isHandled: Bool { target != nil }
+}
+
+/// Why the model cancelled a control's tracking.
+public enum CancelReason: String, Hashable, Sendable {
+    /// The input layer cancelled the contact (device removed, palm, libinput's TOUCH_CANCEL).
+    case contactCancelled
+    /// The control was disabled while tracking.
+    case disabled
+    /// The control was removed (reload) while tracking.
+    case removed
+    /// The control's screen stopped being the active one.
+    case screenChanged
+    /// A second `began` arrived for a contact that was still down.
+    case contactRestarted
+    /// The contact sent nothing for longer than the stuck-contact timeout.
+    case stuck
+}
+
+/// Something the caller should log or count. The model never fails on input: it reports.
+public enum Diagnostic: Hashable, Sendable, CustomStringConvertible {
+    /// A `moved`, `ended` or `cancelled` for a contact that is not down.
+    case unknownContact(ContactID, ContactSample.Phase)
+    /// A `began` for a contact that is already down; the earlier touch was cancelled.
+    case contactRestarted(ContactID)
+    /// A sample without a usable location (missing, NaN or infinite); it was ignored.
+    case invalidLocation(ContactID, ContactSample.Phase)
+    /// A contact beyond the maximum number of contacts; it is ignored until it lifts.
+    case contactLimitReached(ContactID, limit: Int)
+    /// A contact landed on a control that already tracks another contact; the control ignores it.
+    case controlBusy(control: String, contact: ContactID, trackedContact: ContactID)
+    /// The model cancelled a control's tracking.
+    case trackingCancelled(control: String, contact: ContactID, reason: CancelReason)
+    /// A frame older than the previous one; it was handled as if at the previous time.
+    case timeWentBackwards(from: Instant, to: Instant)
+    /// A request named a control, screen or target that does not exist.
+    case unknownControl(String)
+    case unknownScreen(String)
+    case unknownTarget(String)
+    /// An explicit target that does not implement the action (the configuration layer refuses
+    /// these at load time; this reports one added programmatically).
+    case targetDoesNotRespond(control: String, target: String, action: String)
+    /// A value that is not a finite number was offered to a control; it was ignored.
+    case invalidValue(control: String)
+    /// A row of the tracking table that cannot happen: a bug in the model, reported, not trapped.
+    case unexpectedTransition(control: String, state: ControlTracker.State, input: ControlTracker.Input)
+
+    public var description: String {
+        switch self {
+        case .unknownContact(let contact, let phase):
+            "\(phase) for unknown contact \(contact)"
+        case .contactRestarted(let contact):
+            "contact \(contact) began again while down; the earlier touch was cancelled"
+        case .invalidLocation(let contact, let phase):
+            "\(phase) of contact \(contact) has no finite location; ignored"
+        case .contactLimitReached(let contact, let limit):
+            "contact \(contact) ignored: \(limit) contacts are already down"
+        case .controlBusy(let control, let contact, let tracked):
+            "contact \(contact) ignored by control \(control), which tracks contact \(tracked)"
+        case .trackingCancelled(let control, let contact, let reason):
+            "control \(control) stopped tracking contact \(contact): \(reason.rawValue)"
+        case .timeWentBackwards(let from, let to):
+            "time went backwards from \(from) to \(to); kept \(from)"
+        case .unknownControl(let id): "unknown control \(id)"
+        case .unknownScreen(let id): "unknown screen \(id)"
+        case .unknownTarget(let name): "unknown target \(name)"
+        case .targetDoesNotRespond(let control, let target, let action):
+            "target \(target) of control \(control) does not respond to action \(action)"
+        case .invalidValue(let control): "control \(control): value is not a finite number; ignored"
+        case .unexpectedTransition(let control, let state, let input):
+            "bug: control \(control): \(state.rawValue) → \(input.rawValue) is not a valid transition"
+        }
+    }
+}
+
+/// What one call into the scene produced, in the order it happened.
+public struct Output: Hashable, Sendable {
+    /// An event or an action, in order: each event is followed by the actions it fired.
+    public enum Entry: Hashable, Sendable {
+        case event(ControlEventRecord)
+        case action(ResolvedAction)
+    }
+
+    public var entries: [Entry] = []
+    public var diagnostics: [Diagnostic] = []
+    /// When the caller must call ``Scene/advance(to:)`` next even if no input arrives; nil when
+    /// nothing is pending (an idle scene never needs waking).
+    public var nextDeadline: Instant?
+
+    public init() {}
+
+    /// The control events, in order.
+    public var events: [ControlEventRecord] {
+        entries.compactMap {
+            if case .event(let record) = $0 { record } else { nil }
+        }
+    }
+
+    /// The resolved actions, in order.
+    public var actions: [ResolvedAction] {
+        entries.compactMap {
+            if case .action(let action) = $0 { action } else { nil }
+        }
+    }
+
+    /// Appends another output's entries and diagnostics and keeps the later deadline information.
+    public mutating func append(_ other: Output) {
+        entries.append(contentsOf: other.entries)
+        diagnostics.append(contentsOf: other.diagnostics)
+        nextDeadline = other.nextDeadline
+    }
+}

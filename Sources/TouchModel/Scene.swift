@@ -1,0 +1,519 @@
+/// The façade of the model: controls, groups, screens and targets, fed with contact frames.
+///
+/// `handle(_:)` takes one input frame, `advance(to:)` only moves time forward; both return an
+/// ``Output`` with the control events and resolved actions in order, diagnostics, and the next
+/// deadline at which the caller must call `advance(to:)` even if no input arrives. Nothing here
+/// reads a clock, performs I/O or traps on input.
+///
+/// Routing: a contact is hit-tested once, at touch-down, against the exact shapes of the enabled
+/// controls of the active screen, top-most first (higher `z`, then later declared); disabled
+/// controls are transparent. A control tracks at most one contact and a contact at most one control.
+public struct Scene: Sendable {
+    /// Limits that protect the scene from misbehaving input.
+    public struct Settings: Hashable, Sendable {
+        /// Contacts beyond this many are ignored until they lift (libinput tracks at most 32).
+        public var maximumContacts: Int
+        /// A tracked contact that sends nothing for this long is cancelled as stuck (dust, firmware
+        /// bug), in microseconds; 0 disables the check.
+        public var stuckContactTimeout: UInt64
+
+        public init(maximumContacts: Int = 10, stuckContactTimeout: UInt64 = 30_000_000) {
+            self.maximumContacts = maximumContacts
+            self.stuckContactTimeout = stuckContactTimeout
+        }
+    }
+
+    /// The scene's declarations are inconsistent: every problem found, in declaration order.
+    public struct BuildError: Error, Hashable, Sendable, CustomStringConvertible {
+        public var problems: [String]
+
+        public var description: String { problems.joined(separator: "\n") }
+    }
+
+    struct Slot: Sendable {
+        var control: Control
+        var tracker = ControlTracker()
+        var taps: TapCounter
+        /// The contact being tracked.
+        var contact: ContactID?
+        /// The value when tracking began, to tell a non-continuous slider whether it changed.
+        var valueAtTouchDown = 0.0
+        /// True while the touchUp events of a lift inside are sent (UIKit clears highlighted after them).
+        var holdsHighlight = false
+        /// Enclosing groups, innermost first.
+        var ancestors: [Int]
+        /// The screens in which the control can be touched; empty for every screen.
+        var screens: [Int]
+        var isRemoved = false
+    }
+
+    struct ContactState: Sendable {
+        var location: Point
+        var control: Int?
+        var lastActivity: Instant
+    }
+
+    public let settings: Settings
+    /// The time of the latest call.
+    public private(set) var now: Instant = .zero
+
+    var slots: [Slot] = []
+    var controlIndex: [String: Int] = [:]
+    var groups: [Group] = []
+    var screens: [Screen] = []
+    var activeScreenIndex: Int?
+    private var applicationTarget: String?
+    var targets: [String: Target] = [:]
+    var contacts: [ContactID: ContactState] = [:]
+    private var ignoredContacts: Set<ContactID> = []
+    private var grid = SpatialGrid(boxes: [])
+
+    /// Builds a scene, or throws every inconsistency at once: duplicate ids, unknown parents,
+    /// groups, screens or targets, parent cycles, invalid shapes, explicit targets that do not
+    /// respond to their action.
+    ///
+    /// - Parameters:
+    ///   - controls: in declaration order (later lies on top at equal `z`).
+    ///   - activeScreen: the screen shown first; defaults to the first screen.
+    ///   - applicationTarget: the handler target at the end of every responder chain.
+    public init(
+        controls: [Control],
+        groups: [Group] = [],
+        screens: [Screen] = [],
+        activeScreen: String? = nil,
+        applicationTarget: String? = nil,
+        targets: [Target] = [],
+        settings: Settings = Settings()
+    ) throws(BuildError) {
+        self.settings = settings
+        var problems: [String] = []
+
+        for target in targets {
+            if self.targets.updateValue(target, forKey: target.name) != nil {
+                problems.append("duplicate target \(target.name)")
+            }
+        }
+        func checkTarget(_ name: String?, _ owner: String) {
+            if let name, self.targets[name] == nil { problems.append("\(owner): unknown target \(name)") }
+        }
+
+        var groupIndex: [String: Int] = [:]
+        for (index, group) in groups.enumerated() {
+            if groupIndex.updateValue(index, forKey: group.id) != nil { problems.append("duplicate group \(group.id)") }
+            if let shape = group.shape, !shape.isValid { problems.append("group \(group.id): invalid shape") }
+            checkTarget(group.target, "group \(group.id)")
+        }
+        for group in groups {
+            if let parent = group.parent, groupIndex[parent] == nil {
+                problems.append("group \(group.id): unknown parent \(parent)")
+            }
+        }
+        /// Enclosing groups of a parent, innermost first; nil when the chain has a cycle.
+        func chain(from parent: String?) -> [Int]? {
+            var result: [Int] = []
+            var next = parent
+            while let id = next, let index = groupIndex[id] {
+                if result.contains(index) { return nil }
+                result.append(index)
+                next = groups[index].parent
+            }
+            return result
+        }
+        for group in groups where chain(from: group.parent)?.contains(groupIndex[group.id] ?? -1) ?? true {
+            problems.append("group \(group.id): parent cycle")
+        }
+
+        var screenIndex: [String: Int] = [:]
+        var groupScreens: [Int: [Int]] = [:]
+        for (index, screen) in screens.enumerated() {
+            if screenIndex.updateValue(index, forKey: screen.id) != nil {
+                problems.append("duplicate screen \(screen.id)")
+            }
+            checkTarget(screen.target, "screen \(screen.id)")
+            for group in screen.groups {
+                if let groupAt = groupIndex[group] {
+                    groupScreens[groupAt, default: []].append(index)
+                } else {
+                    problems.append("screen \(screen.id): unknown group \(group)")
+                }
+            }
+        }
+        if let activeScreen, screenIndex[activeScreen] == nil {
+            problems.append("unknown active screen \(activeScreen)")
+        }
+        checkTarget(applicationTarget, "application")
+
+        for (index, control) in controls.enumerated() {
+            if controlIndex.updateValue(index, forKey: control.id) != nil {
+                problems.append("duplicate control \(control.id)")
+            }
+            if !control.shape.isValid { problems.append("control \(control.id): invalid shape") }
+            if let parent = control.parent, groupIndex[parent] == nil {
+                problems.append("control \(control.id): unknown parent \(parent)")
+            }
+            checkTarget(control.target, "control \(control.id)")
+            for entry in control.actions.entries {
+                guard let name = entry.target.name else { continue }
+                if let target = self.targets[name] {
+                    if !target.responds(to: entry.action) {
+                        problems.append("control \(control.id): target \(name) does not respond to \(entry.action)")
+                    }
+                } else {
+                    problems.append("control \(control.id): unknown target \(name)")
+                }
+            }
+            let ancestors = chain(from: control.parent) ?? []
+            var controlScreens: [Int] = []
+            for group in ancestors {
+                for screen in groupScreens[group, default: []] where !controlScreens.contains(screen) {
+                    controlScreens.append(screen)
+                }
+            }
+            slots.append(
+                Slot(
+                    control: control,
+                    taps: TapCounter(interval: control.repeatInterval, slop: control.repeatSlop),
+                    ancestors: ancestors,
+                    screens: controlScreens
+                )
+            )
+        }
+        guard problems.isEmpty else { throw BuildError(problems: problems) }
+
+        self.groups = groups
+        self.screens = screens
+        self.activeScreenIndex = activeScreen.flatMap { screenIndex[$0] } ?? (screens.isEmpty ? nil : 0)
+        self.applicationTarget = applicationTarget
+        rebuildIndex()
+    }
+
+    // MARK: - Input
+
+    /// Handles one input frame: every sample in order, at the frame's time.
+    public mutating func handle(_ frame: Frame) -> Output {
+        var output = Output()
+        begin(at: frame.time, into: &output)
+        for sample in frame.samples {
+            switch sample.phase {
+            case .began: contactBegan(sample, into: &output)
+            case .moved: contactMoved(sample, into: &output)
+            case .ended: contactEnded(sample, into: &output)
+            case .cancelled: contactCancelled(sample, into: &output)
+            }
+        }
+        return finish(output)
+    }
+
+    /// Moves time to `time` with no input: fires whatever was due (stuck contacts).
+    public mutating func advance(to time: Instant) -> Output {
+        var output = Output()
+        begin(at: time, into: &output)
+        return finish(output)
+    }
+
+    private mutating func contactBegan(_ sample: ContactSample, into output: inout Output) {
+        let id = sample.contact
+        guard let location = sample.location, location.isFinite else {
+            output.diagnostics.append(.invalidLocation(id, .began))
+            return
+        }
+        ignoredContacts.remove(id)
+        if contacts[id] != nil {
+            output.diagnostics.append(.contactRestarted(id))
+            endContact(id, reason: .contactRestarted, into: &output)
+        }
+        guard contacts.count < settings.maximumContacts else {
+            ignoredContacts.insert(id)
+            output.diagnostics.append(.contactLimitReached(id, limit: settings.maximumContacts))
+            return
+        }
+        var state = ContactState(location: location, control: nil, lastActivity: now)
+        defer { contacts[id] = state }
+        guard let index = hitTest(location) else { return }
+        if let tracked = slots[index].contact {
+            output.diagnostics.append(.controlBusy(control: slots[index].control.id, contact: id, trackedContact: tracked))
+            return
+        }
+        state.control = index
+        slots[index].contact = id
+        slots[index].valueAtTouchDown = slots[index].control.value
+        let taps = slots[index].taps.touchDown(at: location, time: now)
+        apply(taps > 1 ? .downRepeat : .down, to: index, contact: id, at: location, into: &output)
+        if case .slider(let slider) = slots[index].control.kind {
+            follow(slider, index: index, contact: id, to: location, into: &output)
+        }
+    }
+
+    private mutating func contactMoved(_ sample: ContactSample, into output: inout Output) {
+        let id = sample.contact
+        guard var state = contacts[id] else {
+            if !ignoredContacts.contains(id) { output.diagnostics.append(.unknownContact(id, .moved)) }
+            return
+        }
+        guard let location = sample.location, location.isFinite else {
+            output.diagnostics.append(.invalidLocation(id, .moved))
+            return
+        }
+        state.location = location
+        state.lastActivity = now
+        contacts[id] = state
+        guard let index = state.control else { return }
+        let control = slots[index].control
+        apply(
+            ControlTracker.input(forMoveTo: location, in: control.shape, outset: control.dragOutset),
+            to: index, contact: id, at: location, into: &output)
+        if case .slider(let slider) = control.kind {
+            follow(slider, index: index, contact: id, to: location, into: &output)
+        }
+    }
+
+    private mutating func contactEnded(_ sample: ContactSample, into output: inout Output) {
+        let id = sample.contact
+        guard var state = contacts.removeValue(forKey: id) else {
+            if ignoredContacts.remove(id) == nil { output.diagnostics.append(.unknownContact(id, .ended)) }
+            return
+        }
+        if let location = sample.location {
+            if location.isFinite { state.location = location } else { output.diagnostics.append(.invalidLocation(id, .ended)) }
+        }
+        guard let index = state.control else { return }
+        lift(index, contact: id, at: state.location, into: &output)
+    }
+
+    private mutating func contactCancelled(_ sample: ContactSample, into output: inout Output) {
+        let id = sample.contact
+        guard contacts[id] != nil else {
+            if ignoredContacts.remove(id) == nil { output.diagnostics.append(.unknownContact(id, .cancelled)) }
+            return
+        }
+        endContact(id, reason: .contactCancelled, into: &output)
+    }
+
+    /// Forgets a contact, cancelling its control's tracking.
+    private mutating func endContact(_ id: ContactID, reason: CancelReason, into output: inout Output) {
+        guard let state = contacts.removeValue(forKey: id) else { return }
+        if let index = state.control { cancelTracking(index, reason: reason, into: &output) }
+    }
+
+    // MARK: - Tracking
+
+    /// Runs the tracking table and dispatches the row's events.
+    private mutating func apply(
+        _ input: ControlTracker.Input, to index: Int, contact: ContactID, at location: Point, into output: inout Output
+    ) {
+        let before = slots[index].tracker.state
+        let transition = slots[index].tracker.handle(input)
+        guard transition.isExpected else {
+            output.diagnostics.append(.unexpectedTransition(control: slots[index].control.id, state: before, input: input))
+            return
+        }
+        for event in transition.events {
+            send(event, from: index, contact: contact, location: location, into: &output)
+        }
+    }
+
+    /// A slider's value follows the contact; a continuous slider announces every change.
+    private mutating func follow(
+        _ slider: Control.Slider, index: Int, contact: ContactID, to location: Point, into output: inout Output
+    ) {
+        let value = slider.value(at: location, in: slots[index].control.shape.boundingBox)
+        guard value != slots[index].control.value else { return }
+        slots[index].control.value = value
+        if slider.isContinuous {
+            sendValueChanged(from: index, contact: contact, location: location, into: &output)
+        }
+    }
+
+    /// The lift of the tracked contact: the table's events, then the kind's.
+    private mutating func lift(_ index: Int, contact: ContactID, at location: Point, into output: inout Output) {
+        let control = slots[index].control
+        let input = ControlTracker.input(forLiftAt: location, in: control.shape, outset: control.dragOutset)
+        slots[index].contact = nil
+        slots[index].holdsHighlight = input == .upInside
+        apply(input, to: index, contact: contact, at: location, into: &output)
+        slots[index].taps.touchEnded(at: now, tapped: input == .upInside)
+        switch control.kind {
+        case .button:
+            if input == .upInside {
+                send(.primaryActionTriggered, from: index, contact: contact, location: location, into: &output)
+            }
+        case .toggle:
+            if input == .upInside {
+                slots[index].control.isSelected.toggle()
+                sendValueChanged(from: index, contact: contact, location: location, into: &output)
+            }
+        case .slider(let slider):
+            if !slider.isContinuous, control.value != slots[index].valueAtTouchDown {
+                sendValueChanged(from: index, contact: contact, location: location, into: &output)
+            }
+        case .segmented(let segmented):
+            let segment = Double(segmented.segment(at: location, in: control.shape.boundingBox))
+            if input == .upInside, segment != control.value {
+                slots[index].control.value = segment
+                sendValueChanged(from: index, contact: contact, location: location, into: &output)
+            }
+        }
+        slots[index].holdsHighlight = false
+    }
+
+    /// Cancels a control's tracking (touchCancel, no touchUp). A non-continuous slider goes back to
+    /// its value at touch-down: nothing was committed.
+    mutating func cancelTracking(_ index: Int, reason: CancelReason, into output: inout Output) {
+        guard let contact = slots[index].contact else { return }
+        slots[index].contact = nil
+        contacts[contact]?.control = nil
+        if reason != .contactCancelled {
+            output.diagnostics.append(.trackingCancelled(control: slots[index].control.id, contact: contact, reason: reason))
+        }
+        let location = contacts[contact]?.location
+        slots[index].taps.touchEnded(at: now, tapped: false)
+        if case .slider(let slider) = slots[index].control.kind, !slider.isContinuous {
+            slots[index].control.value = slots[index].valueAtTouchDown
+        }
+        let before = slots[index].tracker.state
+        let transition = slots[index].tracker.handle(.cancel)
+        guard transition.isExpected else {
+            output.diagnostics.append(.unexpectedTransition(control: slots[index].control.id, state: before, input: .cancel))
+            return
+        }
+        for event in transition.events {
+            send(event, from: index, contact: contact, location: location, into: &output)
+        }
+    }
+
+    mutating func sendValueChanged(
+        from index: Int, contact: ContactID?, location: Point?, into output: inout Output
+    ) {
+        send(.valueChanged, from: index, contact: contact, location: location, into: &output)
+        send(.primaryActionTriggered, from: index, contact: contact, location: location, into: &output)
+    }
+
+    // MARK: - Dispatch
+
+    /// Records one event and dispatches it through the control's target-action table.
+    private func send(
+        _ event: Control.Event, from index: Int, contact: ContactID?, location: Point?, into output: inout Output
+    ) {
+        let control = slots[index].control
+        let value: Double? = control.hasValue ? control.value : nil
+        output.entries.append(
+            .event(
+                ControlEventRecord(
+                    time: now, control: control.id, event: event, contact: contact, location: location,
+                    state: state(at: index), value: value)))
+        // `control` is a copy: whatever an action does to the table, this dispatch walks the old one.
+        for entry in control.actions.entries where !entry.events.isDisjoint(with: event) {
+            resolve(entry, event: event, from: index, contact: contact, location: location, value: value, into: &output)
+        }
+    }
+
+    func resolve(
+        _ entry: TargetActionTable.Entry, event: Control.Event, from index: Int, contact: ContactID?,
+        location: Point?, value: Double?, into output: inout Output
+    ) {
+        let control = slots[index].control
+        var handler: (target: String, responder: Responder)?
+        switch entry.target {
+        case .target(let name):
+            guard let target = targets[name] else {
+                output.diagnostics.append(.unknownTarget(name))
+                return
+            }
+            guard target.responds(to: entry.action) else {
+                output.diagnostics.append(.targetDoesNotRespond(control: control.id, target: name, action: entry.action))
+                return
+            }
+            handler = (name, .control(control.id))
+        case .responderChain:
+            handler = firstResponder(for: entry.action, from: index)
+        }
+        output.entries.append(
+            .action(
+                ResolvedAction(
+                    time: now, control: control.id, event: event, action: entry.action, target: handler?.target,
+                    responder: handler?.responder, contact: contact, location: location, value: value)))
+    }
+
+    /// Walks control → groups (innermost first) → active screen → application and returns the
+    /// first responder whose target implements `action`.
+    private func firstResponder(for action: String, from index: Int) -> (target: String, responder: Responder)? {
+        func handles(_ name: String?) -> String? {
+            guard let name, let target = targets[name], target.responds(to: action) else { return nil }
+            return name
+        }
+        let slot = slots[index]
+        if let name = handles(slot.control.target) { return (name, .control(slot.control.id)) }
+        for group in slot.ancestors {
+            if let name = handles(groups[group].target) { return (name, .group(groups[group].id)) }
+        }
+        if let screen = activeScreenIndex, let name = handles(screens[screen].target) {
+            return (name, .screen(screens[screen].id))
+        }
+        if let name = handles(applicationTarget) { return (name, .application) }
+        return nil
+    }
+
+    // MARK: - Hit-testing
+
+    /// Whether a control can receive touches now: present, enabled, on the active screen.
+    func isTouchable(_ index: Int) -> Bool {
+        let slot = slots[index]
+        guard !slot.isRemoved, slot.control.isEnabled else { return false }
+        guard !slot.screens.isEmpty else { return true }
+        guard let activeScreenIndex else { return false }
+        return slot.screens.contains(activeScreenIndex)
+    }
+
+    /// The top-most touchable control whose exact shape, and every enclosing group's shape, holds
+    /// `point`. Disabled controls are transparent.
+    private func hitTest(_ point: Point) -> Int? {
+        for index in grid.candidates(at: point) where isTouchable(index) && slots[index].control.shape.contains(point) {
+            if slots[index].ancestors.allSatisfy({ groups[$0].shape?.contains(point) ?? true }) {
+                return index
+            }
+        }
+        return nil
+    }
+
+    /// Rebuilds the spatial index, top-most control first.
+    mutating func rebuildIndex() {
+        let order = slots.indices.filter { !slots[$0].isRemoved }.sorted {
+            (slots[$0].control.z, $0) > (slots[$1].control.z, $1)
+        }
+        grid = SpatialGrid(boxes: order.map { ($0, slots[$0].control.shape.boundingBox) })
+    }
+
+    // MARK: - Time
+
+    mutating func begin(at time: Instant, into output: inout Output) {
+        if time < now {
+            output.diagnostics.append(.timeWentBackwards(from: now, to: time))
+        } else {
+            now = time
+        }
+        guard settings.stuckContactTimeout > 0 else { return }
+        for index in slots.indices {
+            guard let contact = slots[index].contact, let state = contacts[contact] else { continue }
+            if state.lastActivity.advanced(by: settings.stuckContactTimeout) <= now {
+                cancelTracking(index, reason: .stuck, into: &output)
+            }
+        }
+    }
+
+    func finish(_ output: Output) -> Output {
+        var output = output
+        output.nextDeadline = nextDeadline
+        return output
+    }
+
+    /// When the earliest tracked contact becomes stuck; nil while no control tracks a contact.
+    public var nextDeadline: Instant? {
+        guard settings.stuckContactTimeout > 0 else { return nil }
+        var earliest: Instant?
+        for state in contacts.values where state.control != nil {
+            let deadline = state.lastActivity.advanced(by: settings.stuckContactTimeout)
+            if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        return earliest
+    }
+}
