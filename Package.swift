@@ -11,7 +11,9 @@ let package = Package(
         .library(name: "TouchModel", targets: ["TouchModel"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // libinput, libudev and libevdev through one module map; only Sources/TouchDaemon/Input imports it.
@@ -28,6 +30,8 @@ let package = Package(
                 "TouchModel",
                 "CLibinput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
         ),

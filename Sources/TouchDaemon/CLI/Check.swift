@@ -1,0 +1,61 @@
+import ArgumentParser
+import TouchModel
+
+/// `touchd check`: validate a configuration and summarise it.
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Validate a configuration file and summarise it.",
+        discussion: """
+            Exits 0 and prints a summary when the file is valid. Otherwise exits 78 (EX_CONFIG) and prints every \
+            problem on standard error, one per line, as PATH:LINE:COLUMN: error: MESSAGE, or as \
+            PATH: error: KEY.PATH: MESSAGE when the position is not known.
+            """
+    )
+
+    @OptionGroup var options: ConfigOption
+
+    func run() throws {
+        let configuration = try options.load()
+        do {
+            _ = try configuration.makeScene()
+        } catch {
+            // The loader checks everything the scene does; reaching this is a bug worth a clear report.
+            for problem in error.problems { printError("\(options.config): error: \(problem)") }
+            throw ExitCode(ExitStatus.configuration)
+        }
+        print("\(options.config): ok")
+        for line in configuration.summary { print("  \(line)") }
+    }
+}
+
+extension Configuration {
+    /// A few lines that say what the configuration holds.
+    var summary: [String] {
+        func count(_ number: Int, _ singular: String, _ plural: String? = nil) -> String {
+            "\(number) \(number == 1 ? singular : plural ?? singular + "s")"
+        }
+        var kinds: [String: Int] = [:]
+        for control in controls { kinds[control.kind.name, default: 0] += 1 }
+        let kindList = ["button", "toggle", "slider", "segmented"].compactMap { kind in
+            kinds[kind].map { count($0, kind) }
+        }
+        let actions = controls.reduce(0) { $0 + $1.actions.entries.count } + gestures.reduce(0) { $0 + $1.actions.count }
+        let sockets = targets.filter { if case .socket = $0.kind { true } else { false } }.count
+        var lines = [
+            "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation)°, seat \(seat)",
+            [count(screens.count, "screen"), count(groups.count, "group"),
+             count(controls.count, "control") + (kindList.isEmpty ? "" : " (\(kindList.joined(separator: ", ")))"),
+             count(gestures.count, "gesture")].joined(separator: ", "),
+            "\(count(targets.count, "target")) (\(sockets) socket, \(targets.count - sockets) exec), \(count(actions, "action"))",
+        ]
+        if !devices.isEmpty { lines.append(count(devices.count, "device matcher")) }
+        if !applicationEvents.isEmpty {
+            lines.append("application events: \(applicationEvents.keys.sorted().joined(separator: ", "))")
+        }
+        return lines
+    }
+
+    static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+    }
+}

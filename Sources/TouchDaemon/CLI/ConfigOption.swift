@@ -1,0 +1,28 @@
+import ArgumentParser
+
+/// `--config PATH`, shared by the subcommands that read a configuration.
+struct ConfigOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The configuration file.", valueName: "path"))
+    var config: String = "/etc/touchd/touchd.toml"
+
+    /// Loads the configuration, or prints every problem to standard error and exits 78 (EX_CONFIG).
+    func load() throws -> Configuration {
+        switch ConfigurationLoader.load(path: config) {
+        case .success(let configuration):
+            return configuration
+        case .failure(let error):
+            for line in error.lines { printError(line) }
+            throw ExitCode(ExitStatus.configuration)
+        }
+    }
+}
+
+/// Exit statuses decided at the command-line edge.
+enum ExitStatus {
+    /// sysexits.h EX_CONFIG: the configuration is invalid.
+    static let configuration: Int32 = 78
+    /// sysexits.h EX_DATAERR: an input file (a touch script, a recording) is invalid.
+    static let data: Int32 = 65
+    /// sysexits.h EX_CANTCREAT: an output file cannot be written.
+    static let cannotCreate: Int32 = 73
+}

@@ -1,0 +1,135 @@
+import TouchModel
+
+/// A validated configuration: everything in it is in range and refers to things that exist.
+/// Built only by ``ConfigurationLoader``; the model types inside are ready for a ``Scene``.
+struct Configuration: Sendable {
+    /// The screen the touchscreen covers.
+    struct Output: Hashable, Sendable {
+        var width: Double
+        var height: Double
+        /// 0, 90, 180 or 270 degrees, clockwise.
+        var rotation: Int
+        /// libinput's 2×3 calibration matrix, row-major; nil leaves the device's own.
+        var calibration: [Double]?
+
+        var bounds: Rect { Rect(x: 0, y: 0, width: width, height: height) }
+    }
+
+    /// An allow-list entry: a touchscreen is used when every given matcher matches.
+    struct DeviceMatch: Hashable, Sendable {
+        var name: String?
+        var vendor: Int?
+        var product: Int?
+        var path: String?
+        /// The part of the output this device covers; nil for the whole output.
+        var region: Rect?
+    }
+
+    struct Tracking: Hashable, Sendable {
+        var dragOutset: Double = Control.defaultDragOutset
+        var repeatInterval: UInt64 = Control.defaultRepeatInterval
+        var repeatSlop: Double = Control.defaultRepeatSlop
+        var maximumContacts = 10
+        var stuckContactTimeout: UInt64 = 30_000_000
+    }
+
+    /// Where actions go.
+    struct TargetDefinition: Hashable, Sendable {
+        enum Kind: Hashable, Sendable {
+            case socket(SocketTarget)
+            case exec(ExecTarget)
+        }
+
+        var name: String
+        var kind: Kind
+        var respondsTo: [String]
+    }
+
+    struct SocketTarget: Hashable, Sendable {
+        enum SocketType: String, Hashable, Sendable {
+            case stream, datagram
+        }
+
+        var path: String
+        var type: SocketType
+    }
+
+    struct ExecTarget: Hashable, Sendable {
+        enum IfRunning: String, Hashable, Sendable {
+            case ignore, queue, restart
+        }
+
+        var argv: [String]
+        var shell: Bool
+        var environment: [String: String]
+        var workingDirectory: String?
+        var timeout: UInt64
+        var ifRunning: IfRunning
+    }
+
+    /// A gesture recognizer declaration (recognition itself arrives with the gesture issue).
+    struct Gesture: Hashable, Sendable {
+        enum Kind: String, Hashable, Sendable, CaseIterable {
+            case tap, longPress = "long_press", swipe, pan, pinch
+        }
+
+        var id: String
+        var kind: Kind
+        var fingers: Int
+        var taps: Int
+        var minimumDuration: UInt64
+        var maximumDuration: UInt64?
+        var allowableMovement: Double
+        var minimumDistance: Double
+        var directions: [String]
+        var edge: String?
+        var edgeMargin: Double
+        /// The region; nil for the whole output.
+        var shape: Shape?
+        var parent: String?
+        var control: String?
+        var cancelsTouches: Bool
+        var delaysTouchesEnded: Bool
+        var simultaneousWith: [String]
+        var requiresFailureOf: [String]
+        var actions: [GestureAction]
+    }
+
+    struct GestureAction: Hashable, Sendable {
+        var events: [String]
+        var target: String?
+        var action: String
+    }
+
+    var output: Output
+    var seat: String
+    var devices: [DeviceMatch]
+    var tracking: Tracking
+    var targets: [TargetDefinition]
+    var applicationTarget: String?
+    /// Names the configuration gives to events of the `applicationReserved` range.
+    var applicationEvents: [String: Control.Event]
+    var screens: [Screen]
+    var groups: [Group]
+    var controls: [Control]
+    var gestures: [Gesture]
+
+    /// A fresh scene for this configuration.
+    func makeScene() throws(Scene.BuildError) -> Scene {
+        try Scene(
+            controls: controls,
+            groups: groups,
+            screens: screens,
+            applicationTarget: applicationTarget,
+            targets: targets.map { Target(name: $0.name, respondsTo: $0.respondsTo) },
+            settings: Scene.Settings(
+                maximumContacts: tracking.maximumContacts, stuckContactTimeout: tracking.stuckContactTimeout)
+        )
+    }
+
+    /// The name of an event, using the configuration's names for application events.
+    func name(of event: Control.Event) -> String {
+        if let custom = applicationEvents.first(where: { $0.value == event }) { return custom.key }
+        return event.description
+    }
+}

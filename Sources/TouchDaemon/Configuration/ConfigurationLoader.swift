@@ -1,0 +1,802 @@
+import TOMLKit
+import TouchModel
+
+/// Turns a configuration file into a ``Configuration``, collecting every problem at once.
+///
+/// The limits below are documented in docs/configuration.md; each protects the daemon from a
+/// file that is wrong or hostile (fault-cases.md §2.1). Nothing here traps: numbers are range
+/// checked before any conversion.
+enum ConfigurationLoader {
+    enum Limits {
+        static let controls = 10_000
+        static let groups = 1_000
+        static let screens = 64
+        static let targets = 256
+        static let gestures = 256
+        static let devices = 32
+        static let actionsPerControl = 64
+        static let respondsTo = 1_024
+        static let polygonVertices = 1_024
+        static let argv = 64
+        static let argumentBytes = 4_096
+        static let environment = 64
+        static let idLength = 64
+        static let actionLength = 128
+        /// Coordinates may leave the output by at most this many output sizes.
+        static let coordinateReach = 4.0
+    }
+
+    /// Names systemd and the daemon own; a command target may never set them.
+    static let reservedEnvironment: Set<String> = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS",
+        "LISTEN_PID", "LISTEN_FDNAMES"]
+
+    /// Loads and validates the file at `path`.
+    static func load(path: String) -> Result<Configuration, ConfigurationError> {
+        switch ConfigurationSource.read(path: path) {
+        case .failure(let problem): .failure(ConfigurationError(path: path, problems: [problem]))
+        case .success(let text): load(text: text, path: path)
+        }
+    }
+
+    /// Validates configuration text; `path` is only used in messages.
+    static func load(text: String, path: String) -> Result<Configuration, ConfigurationError> {
+        if let deep = ConfigurationSource.nestingViolation(in: text) {
+            return .failure(
+                ConfigurationError(
+                    path: path,
+                    problems: [
+                        ConfigurationProblem(
+                            line: deep.line, column: deep.column,
+                            "arrays or inline tables nested deeper than \(ConfigurationSource.maximumNesting)")
+                    ]))
+        }
+        let root: TOMLTable
+        do {
+            root = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            return .failure(
+                ConfigurationError(
+                    path: path,
+                    problems: [
+                        ConfigurationProblem(
+                            line: error.source.begin.line, column: error.source.begin.column, error.description)
+                    ]))
+        } catch {
+            return .failure(ConfigurationError(path: path, problems: [ConfigurationProblem("\(error)")]))
+        }
+        let log = ProblemLog(locator: SourceLocator(text: text))
+        var decoder = Decoder(root: TableReader(root, path: "", log: log))
+        let configuration = decoder.decode()
+        if let configuration, log.problems.isEmpty {
+            return .success(configuration)
+        }
+        return .failure(ConfigurationError(path: path, problems: log.sorted))
+    }
+}
+
+/// One decoding pass over the root table.
+private struct Decoder {
+    typealias Limits = ConfigurationLoader.Limits
+
+    let root: TableReader
+    var log: ProblemLog { root.log }
+
+    /// Where each id was first declared, across controls, groups, screens and gestures.
+    private var declared: [String: (kind: String, path: String)] = [:]
+
+    init(root: TableReader) {
+        self.root = root
+    }
+
+    mutating func decode() -> Configuration? {
+        let output = decodeOutput()
+        let seat = decodeInput()
+        let bounds = output?.bounds ?? Rect(x: 0, y: 0, width: 1920, height: 1080)
+        let devices = root.tables("device", limit: Limits.devices).map { decodeDevice($0, bounds: bounds) }
+        let tracking = decodeTracking()
+        let declaredTargets = decodeTargets()
+        let targets = declaredTargets.compactMap(\.definition)
+        // Targets with a broken definition stay known by name, so references to them do not add
+        // "unknown target" problems on top of the real one.
+        let targetsByName = Dictionary(
+            declaredTargets.map { ($0.name, $0.definition ?? Configuration.TargetDefinition(
+                name: $0.name, kind: .socket(Configuration.SocketTarget(path: "/", type: .stream)),
+                respondsTo: $0.respondsTo)) },
+            uniquingKeysWith: { first, _ in first })
+        let applicationEvents = decodeApplicationEvents()
+        let applicationTarget = root.table("application").flatMap { table -> String? in
+            defer { table.finish() }
+            return checkTargetName(table.string("target"), in: table, key: "target", targets: targetsByName)
+        }
+
+        let groupTables = root.tables("group", limit: Limits.groups)
+        let screenTables = root.tables("screen", limit: Limits.screens)
+        let controlTables = root.tables("control", limit: Limits.controls)
+        let gestureTables = root.tables("gesture", limit: Limits.gestures)
+        // Ids first, so that references can be checked whatever the declaration order.
+        let groupIDs = groupTables.map { declareID($0, kind: "group") }
+        let screenIDs = screenTables.map { declareID($0, kind: "screen") }
+        let controlIDs = controlTables.map { declareID($0, kind: "control") }
+        let gestureIDs = gestureTables.map { declareID($0, kind: "gesture") }
+        let knownGroups = Set(groupIDs.compactMap { $0 })
+
+        var groups: [Group] = []
+        for (table, id) in zip(groupTables, groupIDs) {
+            if let group = decodeGroup(table, id: id, bounds: bounds, groups: knownGroups, targets: targetsByName) {
+                groups.append(group)
+            }
+        }
+        checkGroupCycles(groups, tables: Dictionary(zip(groupIDs, groupTables).compactMap { id, table in
+            id.map { ($0, table) }
+        }, uniquingKeysWith: { first, _ in first }))
+
+        var screens: [Screen] = []
+        var initialScreen: Int?
+        for (table, id) in zip(screenTables, screenIDs) {
+            let groupsOfScreen = table.strings("groups", limit: Limits.groups, required: true) ?? []
+            for (index, group) in groupsOfScreen.enumerated() where !knownGroups.contains(group) {
+                log.report("\(table.keyPath("groups"))[\(index)]", unknown("group", group, knownGroups))
+            }
+            let target = checkTargetName(table.string("target"), in: table, key: "target", targets: targetsByName)
+            if table.bool("initial") == true {
+                if initialScreen != nil {
+                    table.report("initial", "only one screen can be initial")
+                } else {
+                    initialScreen = screens.count
+                }
+            }
+            table.finish()
+            if let id { screens.append(Screen(id: id, groups: groupsOfScreen, target: target)) }
+        }
+        if let initialScreen, initialScreen > 0 {
+            // The scene shows the first screen first.
+            screens.insert(screens.remove(at: initialScreen), at: 0)
+        }
+
+        var controls: [Control] = []
+        for (table, id) in zip(controlTables, controlIDs) {
+            if let control = decodeControl(
+                table, id: id, bounds: bounds, tracking: tracking, groups: knownGroups, targets: targetsByName,
+                applicationEvents: applicationEvents)
+            {
+                controls.append(control)
+            }
+        }
+
+        let knownControls = Set(controlIDs.compactMap { $0 })
+        let knownGestures = Set(gestureIDs.compactMap { $0 })
+        var gestures: [Configuration.Gesture] = []
+        for (table, id) in zip(gestureTables, gestureIDs) {
+            if let gesture = decodeGesture(
+                table, id: id, bounds: bounds, groups: knownGroups, controls: knownControls, gestures: knownGestures,
+                targets: targetsByName)
+            {
+                gestures.append(gesture)
+            }
+        }
+        root.finish()
+
+        guard let output, let tracking else { return nil }
+        return Configuration(
+            output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, targets: targets,
+            applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
+            groups: groups, controls: controls, gestures: gestures)
+    }
+
+    // MARK: - Sections
+
+    private func decodeOutput() -> Configuration.Output? {
+        guard let table = root.table("output") else {
+            root.reportTable("missing required table [output] (the screen size in pixels)")
+            return nil
+        }
+        defer { table.finish() }
+        let width = table.number("width", in: 1...32_768, required: true)
+        let height = table.number("height", in: 1...32_768, required: true)
+        let rotation = table.integer("rotation", in: 0...270) ?? 0
+        if ![0, 90, 180, 270].contains(rotation) {
+            table.report("rotation", "\(rotation) is not one of 0, 90, 180, 270")
+        }
+        var calibration: [Double]?
+        if let value = table.value("calibration") {
+            if let array = value.array, array.count == 6 {
+                let numbers = array.enumerated().compactMap { index, element in
+                    TableReader.number(element, in: -1e4...1e4, at: "\(table.keyPath("calibration"))[\(index)]", log: log)
+                }
+                if numbers.count == 6 { calibration = numbers }
+            } else {
+                table.report("calibration", "expected an array of 6 numbers (libinput's 2×3 matrix)")
+            }
+        }
+        guard let width, let height else { return nil }
+        return Configuration.Output(width: width, height: height, rotation: rotation, calibration: calibration)
+    }
+
+    private func decodeInput() -> String {
+        guard let table = root.table("input") else { return "seat0" }
+        defer { table.finish() }
+        guard let seat = table.string("seat") else { return "seat0" }
+        if seat.isEmpty || seat.count > Limits.idLength || !seat.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
+            table.report("seat", "'\(seat)' is not a seat name (like seat0)")
+        }
+        return seat
+    }
+
+    private func decodeDevice(_ table: TableReader, bounds: Rect) -> Configuration.DeviceMatch? {
+        defer { table.finish() }
+        let name = table.string("match_name")
+        let vendor = hexOrInteger(table, "match_vendor")
+        let product = hexOrInteger(table, "match_product")
+        let path = table.string("match_path")
+        var region: Rect?
+        if let regionTable = table.table("region") {
+            region = decodeRect(regionTable, bounds: bounds)
+            regionTable.finish()
+        }
+        if name == nil && vendor == nil && product == nil && path == nil {
+            table.reportTable("a device entry needs at least one of match_name, match_vendor, match_product, match_path")
+            return nil
+        }
+        return Configuration.DeviceMatch(name: name, vendor: vendor, product: product, path: path, region: region)
+    }
+
+    private func hexOrInteger(_ table: TableReader, _ key: String) -> Int? {
+        guard let value = table.value(key) else { return nil }
+        if let string = value.string {
+            let digits = string.hasPrefix("0x") || string.hasPrefix("0X") ? String(string.dropFirst(2)) : string
+            if digits.count <= 4, let number = Int(digits, radix: 16) { return number }
+            table.report(key, "'\(string)' is not a 16-bit hexadecimal id (like \"0x222a\")")
+            return nil
+        }
+        return table.integer(key, in: 0...0xFFFF)
+    }
+
+    private func decodeTracking() -> Configuration.Tracking? {
+        var tracking = Configuration.Tracking()
+        guard let table = root.table("tracking") else { return tracking }
+        defer { table.finish() }
+        if let value = table.number("drag_outset", in: 0...1_000) { tracking.dragOutset = value }
+        if let value = table.milliseconds("repeat_interval_ms", in: 1...5_000) { tracking.repeatInterval = value }
+        if let value = table.number("repeat_slop", in: 0...1_000) { tracking.repeatSlop = value }
+        if let value = table.integer("max_contacts", in: 1...32) { tracking.maximumContacts = value }
+        if table.contains("stuck_contact_timeout_ms") {
+            if let value = table.integer("stuck_contact_timeout_ms", in: 0...3_600_000) {
+                if value != 0 && value < 1_000 {
+                    table.report("stuck_contact_timeout_ms", "\(value) is out of range: 0 (never) or 1000…3600000")
+                } else {
+                    tracking.stuckContactTimeout = UInt64(value) * 1000
+                }
+            }
+        }
+        return tracking
+    }
+
+    private func decodeTargets() -> [(name: String, respondsTo: [String], definition: Configuration.TargetDefinition?)] {
+        guard let table = root.table("targets") else { return [] }
+        defer { table.finish() }
+        let names = table.table.keys.sorted()
+        guard names.count <= Limits.targets else {
+            table.reportTable("\(names.count) targets; at most \(Limits.targets) are allowed")
+            return []
+        }
+        var result: [(name: String, respondsTo: [String], definition: Configuration.TargetDefinition?)] = []
+        for name in names {
+            guard let target = table.table(name) else { continue }
+            defer { target.finish() }
+            if !isValidID(name) {
+                table.report(name, "'\(name)' is not a valid target name: \(idRule)")
+            }
+            let respondsTo = target.strings("responds_to", limit: Limits.respondsTo, required: true) ?? []
+            for (index, action) in respondsTo.enumerated() where !isValidAction(action) {
+                log.report("\(target.keyPath("responds_to"))[\(index)]", "'\(action)' is not a valid action name: \(actionRule)")
+            }
+            let hasSocket = target.contains("socket")
+            let hasExec = target.contains("exec")
+            var kind: Configuration.TargetDefinition.Kind?
+            switch (hasSocket, hasExec) {
+            case (true, true):
+                target.reportTable("a target is either a socket or an exec, not both")
+            case (false, false):
+                target.reportTable("a target needs 'socket' (a Unix socket path) or 'exec' (a command's argv)")
+            case (true, false):
+                kind = decodeSocket(target).map { .socket($0) }
+            case (false, true):
+                kind = decodeExec(target).map { .exec($0) }
+            }
+            result.append(
+                (name, respondsTo, kind.map { Configuration.TargetDefinition(name: name, kind: $0, respondsTo: respondsTo) }))
+        }
+        return result
+    }
+
+    private func decodeSocket(_ target: TableReader) -> Configuration.SocketTarget? {
+        let type = target.choice("socket_type", ["stream", "datagram"]).flatMap(Configuration.SocketTarget.SocketType.init)
+        _ = target.choice("format", ["json"])
+        guard let path = target.string("socket") else { return nil }
+        guard path.hasPrefix("/") else {
+            target.report("socket", "'\(path)' is not an absolute path (abstract and relative socket names are refused)")
+            return nil
+        }
+        guard path.utf8.count <= 107, !path.utf8.contains(0) else {
+            target.report("socket", "the path is \(path.utf8.count) bytes; a Unix socket path holds at most 107")
+            return nil
+        }
+        return Configuration.SocketTarget(path: path, type: type ?? .stream)
+    }
+
+    private func decodeExec(_ target: TableReader) -> Configuration.ExecTarget? {
+        let shell = target.bool("shell") ?? false
+        let timeout = target.milliseconds("timeout_ms", in: 1...600_000) ?? 10_000_000
+        let ifRunning = target.choice("if_running", ["ignore", "queue", "restart"]).flatMap(
+            Configuration.ExecTarget.IfRunning.init)
+        var environment: [String: String] = [:]
+        if let table = target.table("environment") {
+            let keys = table.table.keys.sorted()
+            if keys.count > Limits.environment {
+                table.reportTable("\(keys.count) variables; at most \(Limits.environment) are allowed")
+            }
+            for key in keys.prefix(Limits.environment) {
+                guard let value = table.string(key) else { continue }
+                if !isValidEnvironmentName(key) {
+                    table.report(key, "'\(key)' is not a valid environment variable name")
+                } else if ConfigurationLoader.reservedEnvironment.contains(key) || key.hasPrefix("TOUCHD_") {
+                    table.report(key, "\(key) is set by touchd or systemd and cannot be configured")
+                } else if value.utf8.count > Limits.argumentBytes || value.utf8.contains(0) {
+                    table.report(key, "the value must be at most \(Limits.argumentBytes) bytes, without NUL")
+                } else {
+                    environment[key] = value
+                }
+            }
+        }
+        var workingDirectory: String?
+        if let directory = target.string("working_directory") {
+            if directory.hasPrefix("/") {
+                workingDirectory = directory
+            } else {
+                target.report("working_directory", "'\(directory)' is not an absolute path")
+            }
+        }
+        guard let argv = target.strings("exec", limit: Limits.argv) else { return nil }
+        guard let program = argv.first, !program.isEmpty else {
+            target.report("exec", "the argv is empty; give the absolute path of the program first")
+            return nil
+        }
+        for (index, argument) in argv.enumerated() where argument.utf8.count > Limits.argumentBytes {
+            log.report("\(target.keyPath("exec"))[\(index)]", "argument longer than \(Limits.argumentBytes) bytes")
+        }
+        if shell {
+            if argv.count != 1 {
+                target.report("exec", "with shell = true, exec holds exactly one string: the command line for /bin/sh -c")
+            }
+        } else if !program.hasPrefix("/") {
+            log.report(
+                "\(target.keyPath("exec"))[0]",
+                "'\(program)' is not an absolute path; touchd does not search PATH (use /usr/bin/\(program), for instance)")
+        }
+        return Configuration.ExecTarget(
+            argv: argv, shell: shell, environment: environment, workingDirectory: workingDirectory, timeout: timeout,
+            ifRunning: ifRunning ?? .ignore)
+    }
+
+    private func decodeApplicationEvents() -> [String: Control.Event] {
+        guard let table = root.table("application_events") else { return [:] }
+        defer { table.finish() }
+        var result: [String: Control.Event] = [:]
+        var used: [Int: String] = [:]
+        for name in table.table.keys.sorted() {
+            guard let index = table.integer(name, in: 0...3) else { continue }
+            if Control.Event(name: name) != nil || GestureEvents.all.contains(name) {
+                table.report(name, "'\(name)' is already the name of a built-in event")
+            } else if !isValidID(name) {
+                table.report(name, "'\(name)' is not a valid event name: \(idRule)")
+            } else if let other = used[index] {
+                table.report(name, "bit \(index) of applicationReserved is already named '\(other)'")
+            } else {
+                used[index] = name
+                result[name] = Control.Event(rawValue: 1 << UInt32(24 + index))
+            }
+        }
+        return result
+    }
+
+    // MARK: - Ids and references
+
+    /// Reads and registers the `id` of a control, group, screen or gesture; nil when missing,
+    /// malformed or already used (the message names both places).
+    private mutating func declareID(_ table: TableReader, kind: String) -> String? {
+        guard let id = table.string("id", required: true) else { return nil }
+        guard isValidID(id) else {
+            table.report("id", "'\(id)' is not a valid id: \(idRule)")
+            return nil
+        }
+        if let first = declared[id] {
+            let where_ = log.locator.position(of: first.path).map { "line \($0.line)" } ?? first.path
+            table.report("id", "duplicate id '\(id)': already used by the \(first.kind) at \(where_) (\(first.path))")
+            return nil
+        }
+        declared[id] = (kind, table.path)
+        return id
+    }
+
+    private func checkTargetName(
+        _ name: String?, in table: TableReader, key: String, targets: [String: Configuration.TargetDefinition]
+    ) -> String? {
+        guard let name else { return nil }
+        guard targets[name] != nil else {
+            table.report(key, unknown("target", name, targets.keys))
+            return nil
+        }
+        return name
+    }
+
+    private func unknown(_ kind: String, _ name: String, _ known: some Sequence<String>) -> String {
+        let suggestion = closest(to: name, in: known).map { " (did you mean '\($0)'?)" } ?? ""
+        return "unknown \(kind) '\(name)'\(suggestion)"
+    }
+
+    private func checkParent(_ table: TableReader, groups: Set<String>) -> String? {
+        guard let parent = table.string("parent") else { return nil }
+        guard groups.contains(parent) else {
+            table.report("parent", unknown("group", parent, groups))
+            return nil
+        }
+        return parent
+    }
+
+    private func checkGroupCycles(_ groups: [Group], tables: [String: TableReader]) {
+        let parents = Dictionary(groups.map { ($0.id, $0.parent) }, uniquingKeysWith: { first, _ in first })
+        for group in groups {
+            var seen: [String] = [group.id]
+            var next = group.parent
+            while let id = next {
+                if id == group.id {
+                    tables[group.id]?.report("parent", "parent cycle: \((seen + [id]).joined(separator: " → "))")
+                    break
+                }
+                if seen.contains(id) { break }  // a cycle further up, reported at its own members
+                seen.append(id)
+                next = parents[id] ?? nil
+            }
+        }
+    }
+
+    // MARK: - Groups, controls, gestures
+
+    private func decodeGroup(
+        _ table: TableReader, id: String?, bounds: Rect, groups: Set<String>,
+        targets: [String: Configuration.TargetDefinition]
+    ) -> Group? {
+        defer { table.finish() }
+        let parent = checkParent(table, groups: groups)
+        let target = checkTargetName(table.string("target"), in: table, key: "target", targets: targets)
+        let shape = decodeShape(table, bounds: bounds, required: false)
+        guard let id else { return nil }
+        return Group(id: id, parent: parent, shape: shape ?? nil, target: target)
+    }
+
+    private func decodeControl(
+        _ table: TableReader, id: String?, bounds: Rect, tracking: Configuration.Tracking?, groups: Set<String>,
+        targets: [String: Configuration.TargetDefinition], applicationEvents: [String: Control.Event]
+    ) -> Control? {
+        defer { table.finish() }
+        let kindName = table.choice("kind", ["button", "toggle", "slider", "segmented"]) ?? "button"
+        let parent = checkParent(table, groups: groups)
+        let target = checkTargetName(table.string("target"), in: table, key: "target", targets: targets)
+        let shape = decodeShape(table, bounds: bounds, required: true)
+        let z = table.integer("z", in: -1_000...1_000) ?? 0
+        let enabled = table.bool("enabled") ?? true
+        let selected = table.bool("selected") ?? false
+        let dragOutset = table.number("drag_outset", in: 0...1_000) ?? tracking?.dragOutset ?? Control.defaultDragOutset
+        let repeatInterval = table.milliseconds("repeat_interval_ms", in: 1...5_000) ?? tracking?.repeatInterval
+            ?? Control.defaultRepeatInterval
+        let repeatSlop = table.number("repeat_slop", in: 0...1_000) ?? tracking?.repeatSlop ?? Control.defaultRepeatSlop
+
+        let sliderKeys = ["min", "max", "continuous"]
+        let axisKeys = ["axis"]
+        let segmentedKeys = ["segments"]
+        let valueKeys = ["value"]
+        var allowed: [String] = []
+        var kind: Control.Kind?
+        var value: Double?
+        switch kindName {
+        case "slider":
+            allowed = sliderKeys + axisKeys + valueKeys
+            let minimum = table.number("min", in: -1e9...1e9) ?? 0
+            let maximum = table.number("max", in: -1e9...1e9) ?? 1
+            if minimum >= maximum {
+                table.report("max", "max (\(TableReader.format(maximum))) must be greater than min (\(TableReader.format(minimum)))")
+            }
+            let axis = table.choice("axis", ["horizontal", "vertical"]).flatMap(Control.Axis.init) ?? .horizontal
+            let continuous = table.bool("continuous") ?? true
+            value = table.number("value", in: -1e9...1e9)
+            if let initial = value, minimum < maximum, !(minimum...maximum).contains(initial) {
+                table.report("value", "\(TableReader.format(initial)) is outside min…max")
+            }
+            if minimum < maximum {
+                kind = .slider(Control.Slider(minimum: minimum, maximum: maximum, axis: axis, isContinuous: continuous))
+            }
+        case "segmented":
+            allowed = segmentedKeys + axisKeys + valueKeys
+            let count = table.integer("segments", in: 1...64, required: true)
+            let axis = table.choice("axis", ["horizontal", "vertical"]).flatMap(Control.Axis.init) ?? .horizontal
+            if let count {
+                value = table.integer("value", in: 0...(count - 1)).map(Double.init)
+                kind = .segmented(Control.Segmented(count: count, axis: axis))
+            }
+        case "toggle":
+            kind = .toggle
+        default:
+            kind = .button
+        }
+        for key in sliderKeys + axisKeys + segmentedKeys + valueKeys where !allowed.contains(key) && table.table.contains(key: key) {
+            _ = table.value(key)
+            table.report(key, "'\(key)' does not apply to a \(kindName)")
+        }
+
+        var actions = TargetActionTable()
+        for action in table.tables("actions", limit: Limits.actionsPerControl) {
+            defer { action.finish() }
+            let events = decodeEvents(action, applicationEvents: applicationEvents)
+            let actionTarget = checkTargetName(action.string("target"), in: action, key: "target", targets: targets)
+            guard let name = action.string("action", required: true) else { continue }
+            guard isValidAction(name) else {
+                action.report("action", "'\(name)' is not a valid action name: \(actionRule)")
+                continue
+            }
+            if let actionTarget, let definition = targets[actionTarget], !definition.respondsTo.contains(name) {
+                action.report(
+                    "action",
+                    "target '\(actionTarget)' does not respond to '\(name)' (its responds_to: \(definition.respondsTo.joined(separator: ", ")))"
+                )
+                continue
+            }
+            if action.contains("target"), actionTarget == nil { continue }
+            if let events {
+                actions.add(target: TargetSlot(actionTarget), action: name, for: events)
+            }
+        }
+
+        guard let id, let kind, let shape = shape ?? nil else { return nil }
+        return Control(
+            id: id, kind: kind, shape: shape, parent: parent, z: z, isEnabled: enabled, isSelected: selected,
+            value: value, dragOutset: dragOutset, repeatInterval: repeatInterval, repeatSlop: repeatSlop,
+            target: target, actions: actions)
+    }
+
+    /// An action's `events`: UIKit event or mask names and the configuration's application events.
+    private func decodeEvents(_ action: TableReader, applicationEvents: [String: Control.Event]) -> Control.Event? {
+        guard let names = action.strings("events", limit: 64, required: true) else { return nil }
+        guard !names.isEmpty else {
+            action.report("events", "no events: name at least one (touchUpInside, valueChanged, allTouchEvents…)")
+            return nil
+        }
+        var events: Control.Event = []
+        var valid = true
+        for (index, name) in names.enumerated() {
+            if let event = Control.Event(name: name) ?? applicationEvents[name] {
+                events.formUnion(event)
+            } else {
+                let known = Control.Event.namedEvents.map(\.name) + Control.Event.namedMasks.map(\.name)
+                    + Array(applicationEvents.keys)
+                log.report("\(action.keyPath("events"))[\(index)]", unknown("event", name, known))
+                valid = false
+            }
+        }
+        return valid ? events : nil
+    }
+
+    private func decodeGesture(
+        _ table: TableReader, id: String?, bounds: Rect, groups: Set<String>, controls: Set<String>,
+        gestures: Set<String>, targets: [String: Configuration.TargetDefinition]
+    ) -> Configuration.Gesture? {
+        defer { table.finish() }
+        let kind = table.choice("kind", Configuration.Gesture.Kind.allCases.map(\.rawValue)).flatMap(
+            Configuration.Gesture.Kind.init)
+        if kind == nil && !table.table.contains(key: "kind") { table.reportTable("missing required key 'kind'") }
+        let fingers = table.integer("fingers", in: 1...10) ?? 1
+        let shape = decodeShape(table, bounds: bounds, required: false)
+        let parent = checkParent(table, groups: groups)
+        var control: String?
+        if let name = table.string("control") {
+            if controls.contains(name) { control = name } else { table.report("control", unknown("control", name, controls)) }
+        }
+        if parent != nil && control != nil {
+            table.reportTable("a gesture is attached to a group (parent) or to a control, not both")
+        }
+        let relations = ["simultaneous_with", "requires_failure_of"].map { key -> [String] in
+            let names = table.strings(key, limit: Limits.gestures) ?? []
+            for (index, name) in names.enumerated() where !gestures.contains(name) || name == id {
+                log.report(
+                    "\(table.keyPath(key))[\(index)]",
+                    name == id ? "a gesture cannot refer to itself" : unknown("gesture", name, gestures))
+            }
+            return names
+        }
+        // Keys that belong to particular kinds.
+        let kindKeys: [String: [Configuration.Gesture.Kind]] = [
+            "taps": [.tap], "minimum_duration_ms": [.longPress], "allowable_movement": [.tap, .longPress],
+            "directions": [.swipe], "minimum_distance": [.swipe, .pan], "maximum_duration_ms": [.swipe, .tap],
+            "edge": [.swipe], "edge_margin": [.swipe],
+        ]
+        if let kind {
+            for (key, kinds) in kindKeys.sorted(by: { $0.key < $1.key }) where table.table.contains(key: key) && !kinds.contains(kind) {
+                _ = table.value(key)
+                table.report(key, "'\(key)' does not apply to a \(kind.rawValue) gesture")
+            }
+        }
+        let taps = table.integer("taps", in: 1...10) ?? 1
+        let minimumDuration = table.milliseconds("minimum_duration_ms", in: 1...60_000) ?? 500_000
+        let maximumDuration = table.milliseconds("maximum_duration_ms", in: 1...60_000)
+        let allowableMovement = table.number("allowable_movement", in: 0...1_000) ?? 10
+        let minimumDistance = table.number("minimum_distance", in: 1...10_000) ?? 100
+        let directions = table.strings("directions", limit: 4) ?? ["left", "right", "up", "down"]
+        for (index, direction) in directions.enumerated() where !["left", "right", "up", "down"].contains(direction) {
+            log.report("\(table.keyPath("directions"))[\(index)]", "'\(direction)' is not one of left, right, up, down")
+        }
+        let edge = table.choice("edge", ["left", "right", "top", "bottom"])
+        let edgeMargin = table.number("edge_margin", in: 1...1_000) ?? 30
+        let cancelsTouches = table.bool("cancels_touches") ?? true
+        let delaysTouchesEnded = table.bool("delays_touches_ended") ?? true
+
+        var actions: [Configuration.GestureAction] = []
+        for action in table.tables("actions", limit: Limits.actionsPerControl) {
+            defer { action.finish() }
+            let events = action.strings("events", limit: 8, required: true) ?? []
+            for (index, event) in events.enumerated() where !GestureEvents.all.contains(event) {
+                log.report("\(action.keyPath("events"))[\(index)]", unknown("gesture event", event, GestureEvents.all))
+            }
+            let actionTarget = checkTargetName(action.string("target"), in: action, key: "target", targets: targets)
+            guard let name = action.string("action", required: true), isValidAction(name) else { continue }
+            if let actionTarget, let definition = targets[actionTarget], !definition.respondsTo.contains(name) {
+                action.report("action", "target '\(actionTarget)' does not respond to '\(name)'")
+                continue
+            }
+            actions.append(Configuration.GestureAction(events: events, target: actionTarget, action: name))
+        }
+        guard let id, let kind else { return nil }
+        return Configuration.Gesture(
+            id: id, kind: kind, fingers: fingers, taps: taps, minimumDuration: minimumDuration,
+            maximumDuration: maximumDuration, allowableMovement: allowableMovement, minimumDistance: minimumDistance,
+            directions: directions, edge: edge, edgeMargin: edgeMargin, shape: shape ?? nil, parent: parent,
+            control: control, cancelsTouches: cancelsTouches, delaysTouchesEnded: delaysTouchesEnded,
+            simultaneousWith: relations[0], requiresFailureOf: relations[1], actions: actions)
+    }
+
+    // MARK: - Shapes
+
+    /// The shape given by exactly one of `frame`, `circle`, `polygon`. Returns nil on a problem,
+    /// `.some(nil)` when absent and not required.
+    private func decodeShape(_ table: TableReader, bounds: Rect, required: Bool) -> Shape?? {
+        let present = ["frame", "circle", "polygon"].filter { table.contains($0) }
+        guard present.count <= 1 else {
+            table.reportTable("give one shape, not \(present.joined(separator: " and "))")
+            return nil
+        }
+        guard let key = present.first else {
+            if required { table.reportTable("missing shape: give frame = { x, y, width, height }, circle or polygon") }
+            return required ? nil : .some(nil)
+        }
+        let shape: Shape?
+        switch key {
+        case "frame":
+            shape = table.table("frame").flatMap { frame in
+                defer { frame.finish() }
+                return decodeRect(frame, bounds: bounds).map(Shape.rect)
+            }
+        case "circle":
+            shape = table.table("circle").flatMap { circle in
+                defer { circle.finish() }
+                let cx = coordinate(circle, "cx", length: bounds.width)
+                let cy = coordinate(circle, "cy", length: bounds.height)
+                let r = coordinate(circle, "r", length: Swift.min(bounds.width, bounds.height), positive: true)
+                guard let cx, let cy, let r else { return nil }
+                return .circle(Circle(center: Point(x: cx, y: cy), radius: r))
+            }
+        default:
+            shape = decodePolygon(table, bounds: bounds).map(Shape.polygon)
+        }
+        guard let shape else { return nil }
+        let box = shape.boundingBox
+        if box.maxX <= bounds.minX || box.minX >= bounds.maxX || box.maxY <= bounds.minY || box.minY >= bounds.maxY {
+            table.report(
+                key,
+                "the shape lies entirely outside the output (\(TableReader.format(bounds.width))×\(TableReader.format(bounds.height)))"
+            )
+            return nil
+        }
+        return .some(shape)
+    }
+
+    private func decodeRect(_ table: TableReader, bounds: Rect) -> Rect? {
+        let x = coordinate(table, "x", length: bounds.width)
+        let y = coordinate(table, "y", length: bounds.height)
+        let width = coordinate(table, "width", length: bounds.width, positive: true)
+        let height = coordinate(table, "height", length: bounds.height, positive: true)
+        guard let x, let y, let width, let height else { return nil }
+        return Rect(x: x, y: y, width: width, height: height)
+    }
+
+    private func decodePolygon(_ table: TableReader, bounds: Rect) -> Polygon? {
+        guard let value = table.value("polygon") else { return nil }
+        guard let array = value.array, (3...Limits.polygonVertices).contains(array.count) else {
+            table.report("polygon", "expected 3 to \(Limits.polygonVertices) points, each [x, y]")
+            return nil
+        }
+        var vertices: [Point] = []
+        for (index, element) in array.enumerated() {
+            let path = "\(table.keyPath("polygon"))[\(index)]"
+            guard let pair = element.array, pair.count == 2 else {
+                log.report(path, "expected a point [x, y]")
+                return nil
+            }
+            let x = coordinateValue(pair[0], at: "\(path)[0]", length: bounds.width, positive: false)
+            let y = coordinateValue(pair[1], at: "\(path)[1]", length: bounds.height, positive: false)
+            guard let x, let y else { return nil }
+            vertices.append(Point(x: x, y: y))
+        }
+        let polygon = Polygon(vertices: vertices)
+        guard polygon.boundingBox.width > 0, polygon.boundingBox.height > 0 else {
+            table.report("polygon", "the polygon has no area")
+            return nil
+        }
+        return polygon
+    }
+
+    /// A coordinate in pixels, or a percentage of `length` written as a string ("25%").
+    private func coordinate(_ table: TableReader, _ key: String, length: Double, positive: Bool = false) -> Double? {
+        guard let value = table.value(key) else {
+            table.reportTable("missing required key '\(key)'")
+            return nil
+        }
+        return coordinateValue(value, at: table.keyPath(key), length: length, positive: positive)
+    }
+
+    private func coordinateValue(_ value: TOMLValueConvertible, at path: String, length: Double, positive: Bool) -> Double? {
+        let reach = ConfigurationLoader.Limits.coordinateReach * length
+        var number: Double?
+        if let string = value.string {
+            guard string.hasSuffix("%"), let percent = Double(string.dropLast()), percent.isFinite,
+                (-400...500).contains(percent)
+            else {
+                log.report(path, "'\(string)' is not a percentage like \"25%\" (or give pixels as a number)")
+                return nil
+            }
+            number = percent / 100 * length
+        } else {
+            number = TableReader.number(value, in: -reach...reach, at: path, log: log)
+        }
+        guard let number else { return nil }
+        if positive && number <= 0 {
+            log.report(path, "must be greater than 0")
+            return nil
+        }
+        return number
+    }
+}
+
+/// The events of a gesture recognizer that actions can name.
+enum GestureEvents {
+    static let all = ["began", "changed", "recognized", "ended", "cancelled", "failed"]
+}
+
+let idRule = "letters, digits, '_' and '-', starting with a letter, at most 64 characters"
+let actionRule = "letters, digits, '_', '-' and '.', starting with a letter, at most 128 characters"
+
+func isValidID(_ id: String) -> Bool {
+    guard let first = id.first, first.isASCII, first.isLetter, id.count <= ConfigurationLoader.Limits.idLength else {
+        return false
+    }
+    return id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
+}
+
+func isValidAction(_ action: String) -> Bool {
+    guard let first = action.first, first.isASCII, first.isLetter,
+        action.count <= ConfigurationLoader.Limits.actionLength
+    else { return false }
+    return action.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == ".") }
+}
+
+func isValidEnvironmentName(_ name: String) -> Bool {
+    guard let first = name.first, first.isASCII, first.isLetter || first == "_" else { return false }
+    return name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+}

@@ -1,0 +1,275 @@
+import TOMLKit
+
+/// Collects problems with their positions while a configuration is decoded.
+final class ProblemLog {
+    private(set) var problems: [ConfigurationProblem] = []
+    let locator: SourceLocator
+
+    init(locator: SourceLocator) {
+        self.locator = locator
+    }
+
+    /// Records a problem at `keyPath` (positioned where the key, or its nearest ancestor, is written).
+    func report(_ keyPath: String, _ message: String) {
+        let position = locator.position(of: keyPath)
+        problems.append(ConfigurationProblem(keyPath: keyPath, line: position?.line, column: position?.column, message))
+    }
+
+    /// The problems in file order; problems without a position last, in the order found.
+    var sorted: [ConfigurationProblem] {
+        problems.enumerated().sorted { lhs, rhs in
+            switch (lhs.element.line, rhs.element.line) {
+            case (let left?, let right?):
+                (left, lhs.element.column ?? 0, lhs.offset) < (right, rhs.element.column ?? 0, rhs.offset)
+            case (.some, nil): true
+            case (nil, .some): false
+            case (nil, nil): lhs.offset < rhs.offset
+            }
+        }.map(\.element)
+    }
+}
+
+/// Reads one TOML table strictly: every key must be read (unknown keys are problems, with a
+/// suggestion when one is close), every value must have the expected type and range.
+final class TableReader {
+    let table: TOMLTable
+    /// The dotted path of this table (`control[2]`, `targets.kiosk`, `` for the root).
+    let path: String
+    let log: ProblemLog
+    private var known: Set<String> = []
+
+    init(_ table: TOMLTable, path: String, log: ProblemLog) {
+        self.table = table
+        self.path = path
+        self.log = log
+    }
+
+    func keyPath(_ key: String) -> String {
+        path.isEmpty ? key : "\(path).\(key)"
+    }
+
+    /// Reports a problem about `key` of this table.
+    func report(_ key: String, _ message: String) {
+        log.report(keyPath(key), message)
+    }
+
+    /// Reports a problem about this table as a whole.
+    func reportTable(_ message: String) {
+        log.report(path, message)
+    }
+
+    func contains(_ key: String) -> Bool {
+        known.insert(key)
+        return table.contains(key: key)
+    }
+
+    /// The raw value, marking the key as known.
+    func value(_ key: String) -> TOMLValueConvertible? {
+        known.insert(key)
+        return table[key]
+    }
+
+    func string(_ key: String, required: Bool = false) -> String? {
+        guard let value = value(key) else {
+            if required { reportTable("missing required key '\(key)'") }
+            return nil
+        }
+        guard let string = value.string else {
+            report(key, "expected a string, found \(TableReader.describe(value))")
+            return nil
+        }
+        return string
+    }
+
+    func bool(_ key: String) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard let bool = value.bool else {
+            report(key, "expected true or false, found \(TableReader.describe(value))")
+            return nil
+        }
+        return bool
+    }
+
+    /// An integer within `range`.
+    func integer(_ key: String, in range: ClosedRange<Int>, required: Bool = false) -> Int? {
+        guard let value = value(key) else {
+            if required { reportTable("missing required key '\(key)'") }
+            return nil
+        }
+        guard value.type == .int, let integer = value.int else {
+            report(key, "expected an integer, found \(TableReader.describe(value))")
+            return nil
+        }
+        guard range.contains(integer) else {
+            report(key, "\(integer) is out of range \(range.lowerBound)…\(range.upperBound)")
+            return nil
+        }
+        return integer
+    }
+
+    /// A finite number (integer or float) within `range`.
+    func number(_ key: String, in range: ClosedRange<Double>, required: Bool = false) -> Double? {
+        guard let value = value(key) else {
+            if required { reportTable("missing required key '\(key)'") }
+            return nil
+        }
+        return TableReader.number(value, in: range, at: keyPath(key), log: log)
+    }
+
+    static func number(
+        _ value: TOMLValueConvertible, in range: ClosedRange<Double>, at keyPath: String, log: ProblemLog
+    ) -> Double? {
+        let number: Double
+        switch value.type {
+        case .int:
+            guard let integer = value.int else { return nil }
+            number = Double(integer)
+        case .double:
+            guard let double = value.double else { return nil }
+            guard double.isFinite else {
+                log.report(keyPath, "\(double) is not a finite number")
+                return nil
+            }
+            number = double
+        default:
+            log.report(keyPath, "expected a number, found \(describe(value))")
+            return nil
+        }
+        guard range.contains(number) else {
+            log.report(keyPath, "\(format(number)) is out of range \(format(range.lowerBound))…\(format(range.upperBound))")
+            return nil
+        }
+        return number
+    }
+
+    /// A duration in milliseconds within `range`, returned in microseconds.
+    func milliseconds(_ key: String, in range: ClosedRange<Int>) -> UInt64? {
+        // The range bounds the value far below the point where ×1000 could overflow.
+        integer(key, in: range).map { UInt64($0) * 1000 }
+    }
+
+    /// One of `choices`.
+    func choice(_ key: String, _ choices: [String]) -> String? {
+        guard let string = string(key) else { return nil }
+        guard choices.contains(string) else {
+            report(key, "'\(string)' is not one of \(choices.map { "'\($0)'" }.joined(separator: ", "))")
+            return nil
+        }
+        return string
+    }
+
+    /// An array of strings with at most `limit` elements.
+    func strings(_ key: String, limit: Int, required: Bool = false) -> [String]? {
+        guard let value = value(key) else {
+            if required { reportTable("missing required key '\(key)'") }
+            return nil
+        }
+        guard let array = value.array else {
+            report(key, "expected an array of strings, found \(TableReader.describe(value))")
+            return nil
+        }
+        guard array.count <= limit else {
+            report(key, "\(array.count) entries; at most \(limit) are allowed")
+            return nil
+        }
+        var result: [String] = []
+        for (index, element) in array.enumerated() {
+            guard let string = element.string else {
+                log.report("\(keyPath(key))[\(index)]", "expected a string, found \(TableReader.describe(element))")
+                return nil
+            }
+            result.append(string)
+        }
+        return result
+    }
+
+    /// A sub-table (a `[header]` table or an inline table).
+    func table(_ key: String) -> TableReader? {
+        guard let value = value(key) else { return nil }
+        guard let table = value.table else {
+            report(key, "expected a table, found \(TableReader.describe(value))")
+            return nil
+        }
+        return TableReader(table, path: keyPath(key), log: log)
+    }
+
+    /// An array of tables (`[[key]]` or an array of inline tables) with at most `limit` elements.
+    func tables(_ key: String, limit: Int) -> [TableReader] {
+        guard let value = value(key) else { return [] }
+        guard let array = value.array else {
+            report(key, "expected an array of tables, found \(TableReader.describe(value))")
+            return []
+        }
+        guard array.count <= limit else {
+            report(key, "\(array.count) entries; at most \(limit) are allowed")
+            return []
+        }
+        var result: [TableReader] = []
+        for (index, element) in array.enumerated() {
+            let elementPath = "\(keyPath(key))[\(index)]"
+            guard let table = element.table else {
+                log.report(elementPath, "expected a table, found \(TableReader.describe(element))")
+                continue
+            }
+            result.append(TableReader(table, path: elementPath, log: log))
+        }
+        return result
+    }
+
+    /// Reports every key of the table that was never read.
+    func finish() {
+        for key in table.keys.sorted() where !known.contains(key) {
+            let suggestion = closest(to: key, in: known).map { " (did you mean '\($0)'?)" } ?? ""
+            report(key, "unknown key '\(key)'\(suggestion)")
+        }
+    }
+
+    static func describe(_ value: TOMLValueConvertible) -> String {
+        switch value.type {
+        case .string: "a string"
+        case .int: "an integer"
+        case .double: "a float"
+        case .bool: "a boolean"
+        case .array: "an array"
+        case .table: "a table"
+        case .date, .time, .dateTime: "a date or time"
+        }
+    }
+
+    static func format(_ number: Double) -> String {
+        if number == number.rounded(), abs(number) < 1e15 {
+            return String(Int64(number))
+        }
+        return "\(number)"
+    }
+}
+
+/// The candidate closest to `word` by edit distance, when it is close enough to be a likely typo.
+func closest(to word: String, in candidates: some Sequence<String>) -> String? {
+    var best: (name: String, distance: Int)?
+    for candidate in candidates {
+        let distance = editDistance(word, candidate)
+        if distance <= Swift.max(1, Swift.min(word.count, candidate.count) / 3), distance < (best?.distance ?? .max) {
+            best = (candidate, distance)
+        }
+    }
+    return best?.name
+}
+
+/// Levenshtein distance.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a)
+    let b = Array(b)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        current[0] = i
+        for j in 1...b.count {
+            current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        swap(&previous, &current)
+    }
+    return previous[b.count]
+}

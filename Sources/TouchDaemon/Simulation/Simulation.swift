@@ -1,0 +1,70 @@
+import TouchModel
+
+/// Runs a configuration's scene over frames in virtual time and renders what happened as the
+/// JSON Lines of DESIGN.md: control events, resolved actions and diagnostics, in order.
+struct Simulation {
+    let configuration: Configuration
+    private(set) var scene: Scene
+
+    init(configuration: Configuration) throws(Scene.BuildError) {
+        self.configuration = configuration
+        self.scene = try configuration.makeScene()
+    }
+
+    /// Feeds every frame, firing due deadlines in between, and returns the output lines.
+    mutating func run(_ frames: [Frame]) -> [String] {
+        var lines: [String] = []
+        var deadline: Instant? = nil
+        for frame in frames {
+            // Whatever falls due before the frame happens first, at its own time.
+            while let due = deadline, due <= frame.time {
+                let output = scene.advance(to: due)
+                lines += render(output, at: due)
+                deadline = output.nextDeadline
+            }
+            let output = scene.handle(frame)
+            lines += render(output, at: frame.time)
+            deadline = output.nextDeadline
+        }
+        return lines
+    }
+
+    func render(_ output: Output, at time: Instant) -> [String] {
+        var lines: [String] = []
+        for entry in output.entries {
+            var json = JSONLine()
+            switch entry {
+            case .event(let record):
+                json.add("type", "event")
+                json.add("time_ms", milliseconds: record.time.microseconds)
+                json.add("control", record.control)
+                json.add("event", configuration.name(of: record.event))
+                if let contact = record.contact { json.add("contact", contact) }
+                if let location = record.location {
+                    json.add("x", location.x)
+                    json.add("y", location.y)
+                }
+                json.add("state", record.state.description)
+                if let value = record.value { json.add("value", value) }
+            case .action(let action):
+                json.add("type", "action")
+                json.add("time_ms", milliseconds: action.time.microseconds)
+                json.add("control", action.control)
+                json.add("event", configuration.name(of: action.event))
+                json.add("action", action.action)
+                json.add("target", action.target)
+                json.add("responder", action.responder?.id)
+                if let value = action.value { json.add("value", value) }
+            }
+            lines.append(json.line)
+        }
+        for diagnostic in output.diagnostics {
+            var json = JSONLine()
+            json.add("type", "diagnostic")
+            json.add("time_ms", milliseconds: time.microseconds)
+            json.add("message", diagnostic.description)
+            lines.append(json.line)
+        }
+        return lines
+    }
+}
