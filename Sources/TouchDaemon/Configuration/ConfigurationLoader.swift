@@ -40,15 +40,8 @@ enum ConfigurationLoader {
 
     /// Validates configuration text; `path` is only used in messages.
     static func load(text: String, path: String) -> Result<Configuration, ConfigurationError> {
-        if let deep = ConfigurationSource.nestingViolation(in: text) {
-            return .failure(
-                ConfigurationError(
-                    path: path,
-                    problems: [
-                        ConfigurationProblem(
-                            line: deep.line, column: deep.column,
-                            "arrays or inline tables nested deeper than \(ConfigurationSource.maximumNesting)")
-                    ]))
+        if let problem = ConfigurationSource.preflight(text) {
+            return .failure(ConfigurationError(path: path, problems: [problem]))
         }
         let root: TOMLTable
         do {
@@ -187,7 +180,7 @@ private struct Decoder {
 
     private func decodeOutput() -> Configuration.Output? {
         guard let table = root.table("output") else {
-            root.reportTable("missing required table [output] (the screen size in pixels)")
+            root.report("output", "missing required table [output] (the screen size in pixels)")
             return nil
         }
         defer { table.finish() }
@@ -277,6 +270,8 @@ private struct Decoder {
         let names = table.table.keys.sorted()
         guard names.count <= Limits.targets else {
             table.reportTable("\(names.count) targets; at most \(Limits.targets) are allowed")
+            // One problem for the whole table, not one "unknown key" per target on top of it.
+            for name in names { _ = table.value(name) }
             return []
         }
         var result: [(name: String, respondsTo: [String], definition: Configuration.TargetDefinition?)] = []
@@ -357,8 +352,12 @@ private struct Decoder {
             }
         }
         guard let argv = target.strings("exec", limit: Limits.argv) else { return nil }
-        guard let program = argv.first, !program.isEmpty else {
+        guard let program = argv.first else {
             target.report("exec", "the argv is empty; give the absolute path of the program first")
+            return nil
+        }
+        guard !program.isEmpty else {
+            log.report("\(target.keyPath("exec"))[0]", "the program is an empty string; give its absolute path")
             return nil
         }
         for (index, argument) in argv.enumerated() where argument.utf8.count > Limits.argumentBytes {
@@ -410,7 +409,8 @@ private struct Decoder {
             return nil
         }
         if let first = declared[id] {
-            let where_ = log.locator.position(of: first.path).map { "line \($0.line)" } ?? first.path
+            // Where the first `id` is written (its table's header when the position is unknown).
+            let where_ = log.locator.position(of: "\(first.path).id").map { "line \($0.line)" } ?? first.path
             table.report("id", "duplicate id '\(id)': already used by the \(first.kind) at \(where_) (\(first.path))")
             return nil
         }

@@ -1,8 +1,8 @@
 import Glibc
 
 /// Reading a configuration file without trusting it: regular files only, at most
-/// ``maximumSize`` bytes, valid UTF-8, and nesting no deeper than ``maximumNesting`` (checked
-/// before the TOML parser sees the text, so a hostile file cannot exhaust its stack).
+/// ``maximumSize`` bytes, valid UTF-8, and nothing the TOML parser cannot take safely (nesting no
+/// deeper than ``maximumNesting``, well-formed table header starts), checked before it sees the text.
 enum ConfigurationSource {
     static let maximumSize = 1 << 20
     static let maximumNesting = 64
@@ -57,16 +57,25 @@ enum ConfigurationSource {
         return .success(text)
     }
 
-    /// The position of the first bracket or brace that nests deeper than the limit, ignoring
-    /// strings and comments.
-    static func nestingViolation(in text: String) -> (line: Int, column: Int)? {
-        var depth = 0
+    /// What the text must not hold before the TOML parser sees it: nesting deeper than the limit
+    /// (the parser recurses and would exhaust its stack), and two shapes toml++ 3 asserts on
+    /// instead of reporting (undefined behaviour once assertions are compiled out): a table header
+    /// whose name does not start with a key character (`[` then a line break, `#`, `=`, `.`, `é`),
+    /// and `}` where an array expects its next element (`x = [}`, `x = [1, }`).
+    /// Strings and comments are skipped. Lines and columns count Unicode scalars, as the TOML
+    /// parser does, so "\r\n" ends a line and a leading byte order mark takes no column.
+    static func preflight(_ text: String) -> ConfigurationProblem? {
+        enum Opener { case header, array, inlineTable }
+        var open: [Opener] = []
         var line = 1
         var column = 0
-        var quote: [Character]? = nil  // the closing delimiter while inside a string
+        var quote: [Unicode.Scalar]? = nil  // the closing delimiter while inside a string
         var inComment = false
         var escaped = false
-        let characters = Array(text)
+        var atLineStart = true  // only spaces and tabs so far on this line
+        var expectingElement = false  // just after an array's `[` or `,` (whitespace and comments aside)
+        var characters = Array(text.unicodeScalars)
+        if characters.first == "\u{FEFF}" { characters.removeFirst() }
         var index = 0
         while index < characters.count {
             let character = characters[index]
@@ -75,6 +84,7 @@ enum ConfigurationSource {
                 line += 1
                 column = 0
                 inComment = false
+                atLineStart = true
                 if let open = quote, open.count == 1 { quote = nil }  // a single-line string cannot span lines
                 index += 1
                 continue
@@ -88,7 +98,9 @@ enum ConfigurationSource {
                     escaped = false
                 } else if character == "\\" && closing.first == "\"" {
                     escaped = true
-                } else if Array(characters[index..<Swift.min(characters.count, index + closing.count)]) == closing {
+                } else if characters[index..<Swift.min(characters.count, index + closing.count)]
+                    .elementsEqual(closing)
+                {
                     index += closing.count
                     column += closing.count - 1
                     quote = nil
@@ -97,9 +109,20 @@ enum ConfigurationSource {
                 index += 1
                 continue
             }
+            let startsHeader = atLineStart && open.isEmpty && character == "["
+            atLineStart = atLineStart && (character == " " || character == "\t")
+            if character == " " || character == "\t" || character == "\r" || character == "#" {
+                // Whitespace and comments do not end the wait for an array element.
+                inComment = character == "#"
+                index += 1
+                continue
+            }
+            if character == "}" && expectingElement && open.last == .array {
+                return ConfigurationProblem(
+                    line: line, column: column, "Error while parsing array: expected a value or ']', saw '}'")
+            }
+            expectingElement = false
             switch character {
-            case "#":
-                inComment = true
             case "\"", "'":
                 let triple = index + 2 < characters.count && characters[index + 1] == character
                     && characters[index + 2] == character
@@ -109,11 +132,36 @@ enum ConfigurationSource {
                     column += 2
                     continue
                 }
+            case "[" where startsHeader:
+                // `[` or `[[`, then spaces or tabs, then a key character, a quote or `]` (which the
+                // parser reports itself); the end of the text is reported by the parser too.
+                open.append(.header)
+                var next = index + 1
+                if next < characters.count && characters[next] == "[" {
+                    open.append(.header)
+                    next += 1
+                }
+                let name = next
+                while next < characters.count && (characters[next] == " " || characters[next] == "\t") { next += 1 }
+                if next < characters.count && !isKeyStart(characters[next]) {
+                    return ConfigurationProblem(
+                        line: line, column: column + next - index,
+                        "Error while parsing table header: expected a key, saw \(describe(characters[next]))")
+                }
+                column += name - index - 1
+                index = name
+                continue
             case "[", "{":
-                depth += 1
-                if depth > maximumNesting { return (line, column) }
+                open.append(character == "[" ? .array : .inlineTable)
+                expectingElement = character == "["
+                if open.count > maximumNesting {
+                    return ConfigurationProblem(
+                        line: line, column: column, "arrays or inline tables nested deeper than \(maximumNesting)")
+                }
+            case ",":
+                expectingElement = open.last == .array
             case "]", "}":
-                depth = Swift.max(0, depth - 1)
+                _ = open.popLast()
             default:
                 break
             }
@@ -122,27 +170,37 @@ enum ConfigurationSource {
         return nil
     }
 
-    private static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int {
-        var low = 0
-        var high = bytes.count
-        // The longest valid prefix, by bisection over prefixes that decode.
-        while low < high {
-            let middle = (low + high + 1) / 2
-            if String(validating: bytes[0..<middle], as: UTF8.self) != nil || isIncompleteTail(bytes, middle) {
-                low = middle
-            } else {
-                high = middle - 1
-            }
-        }
-        return Swift.min(low, Swift.max(0, bytes.count - 1))
+    /// A character that may start a key in a table header (TOML 1.0 bare keys are ASCII), or `]`.
+    private static func isKeyStart(_ scalar: Unicode.Scalar) -> Bool {
+        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+            || ["_", "-", "\"", "'", "]"].contains(scalar)
     }
 
-    /// A prefix that ends inside a multi-byte sequence fails to decode although nothing is wrong yet.
-    private static func isIncompleteTail(_ bytes: [UInt8], _ length: Int) -> Bool {
-        var start = length
-        while start > 0 && length - start < 3 && (bytes[start - 1] & 0xC0) == 0x80 { start -= 1 }
-        if start > 0 && (bytes[start - 1] & 0xC0) == 0xC0 { start -= 1 }
-        return start < length && String(validating: bytes[0..<start], as: UTF8.self) != nil
+    /// A character as an error message shows it.
+    private static func describe(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case "\n": "a line break"
+        case "\r": "a carriage return"
+        default:
+            scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format
+                ? "U+\(String(scalar.value, radix: 16, uppercase: true))" : "'\(scalar)'"
+        }
+    }
+
+    /// The offset of the first byte of the first sequence that is not valid UTF-8 (a stray
+    /// continuation byte, a byte that never starts a sequence, an overlong form, a surrogate, a
+    /// truncated sequence).
+    private static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar): offset += scalar.count
+            case .error: return offset
+            case .emptyInput: return Swift.max(0, bytes.count - 1)
+            }
+        }
     }
 
     private static func position(ofByte offset: Int, in bytes: [UInt8]) -> (Int, Int) {

@@ -11,7 +11,12 @@ struct SourceLocator: Sendable {
     private(set) var positions: [String: Position] = [:]
 
     init(text: String) {
-        var scanner = Scanner(characters: Array(text))
+        // Unicode scalars, not Characters: "\r\n" is one Character (so lines would not be counted in
+        // CRLF files), and TOML parsers count columns in code points.
+        var scalars = Array(text.unicodeScalars)
+        // A byte order mark at the start is not part of the first line's columns.
+        if scalars.first == "\u{FEFF}" { scalars.removeFirst() }
+        var scanner = Scanner(characters: scalars)
         scanner.scanDocument(into: &positions)
     }
 
@@ -27,18 +32,18 @@ struct SourceLocator: Sendable {
     }
 
     private struct Scanner {
-        let characters: [Character]
+        let characters: [Unicode.Scalar]
         var index = 0
         var line = 1
         var column = 1
         /// For every array of tables (by its resolved path), the index of its latest element.
         var arrayTables: [String: Int] = [:]
 
-        init(characters: [Character]) {
+        init(characters: [Unicode.Scalar]) {
             self.characters = characters
         }
 
-        var current: Character? { index < characters.count ? characters[index] : nil }
+        var current: Unicode.Scalar? { index < characters.count ? characters[index] : nil }
         var position: Position { Position(line: line, column: column) }
 
         mutating func advance() {
@@ -54,7 +59,7 @@ struct SourceLocator: Sendable {
 
         func peek(_ text: String) -> Bool {
             var offset = index
-            for character in text {
+            for character in text.unicodeScalars {
                 guard offset < characters.count, characters[offset] == character else { return false }
                 offset += 1
             }
@@ -89,6 +94,7 @@ struct SourceLocator: Sendable {
                     let keys = scanKey()
                     skipTrivia(newlines: false)
                     if peek("]]") { skip(2) }
+                    recordAncestors(of: Array(keys.dropLast()), at: start, into: &positions)
                     let parent = resolve(Array(keys.dropLast()))
                     let base = parent.isEmpty ? (keys.last ?? "") : parent + "." + (keys.last ?? "")
                     let element = (arrayTables[base].map { $0 + 1 }) ?? 0
@@ -98,7 +104,9 @@ struct SourceLocator: Sendable {
                     if positions[base] == nil { positions[base] = start }
                 } else if peek("[") {
                     skip(1)
-                    table = resolve(scanKey())
+                    let keys = scanKey()
+                    recordAncestors(of: Array(keys.dropLast()), at: start, into: &positions)
+                    table = resolve(keys)
                     skipTrivia(newlines: false)
                     if peek("]") { skip(1) }
                     if positions[table] == nil { positions[table] = start }
@@ -107,6 +115,15 @@ struct SourceLocator: Sendable {
                 }
                 // Anything left on the line (a comment) is trivia; a malformed rest is skipped.
                 while let character = current, character != "\n" { advance() }
+            }
+        }
+
+        /// A header `[a.b.c]` also defines `a` and `a.b` where they were not written before; problems
+        /// about those tables (too many targets, say) point at the first header that mentions them.
+        func recordAncestors(of keys: [String], at start: Position, into positions: inout [String: Position]) {
+            for count in stride(from: 1, through: keys.count, by: 1) {
+                let path = resolve(Array(keys.prefix(count)))
+                if positions[path] == nil { positions[path] = start }
             }
         }
 
@@ -147,10 +164,10 @@ struct SourceLocator: Sendable {
                 guard let character = current else { return keys }
                 if character == "\"" || character == "'" {
                     keys.append(scanQuoted(character))
-                } else if character.isLetter || character.isNumber || character == "_" || character == "-" {
+                } else if Self.isBareKey(character) {
                     var key = ""
-                    while let next = current, next.isLetter || next.isNumber || next == "_" || next == "-" {
-                        key.append(next)
+                    while let next = current, Self.isBareKey(next) {
+                        key.unicodeScalars.append(next)
                         advance()
                     }
                     keys.append(key)
@@ -163,14 +180,24 @@ struct SourceLocator: Sendable {
             }
         }
 
-        mutating func scanQuoted(_ quote: Character) -> String {
+        /// A character of a bare key: ASCII letters, digits, `_` and `-` (TOML 1.0), and letters and
+        /// digits of other scripts (TOML 1.1).
+        static func isBareKey(_ scalar: Unicode.Scalar) -> Bool {
+            if scalar.isASCII {
+                return ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+                    || scalar == "_" || scalar == "-"
+            }
+            return scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+        }
+
+        mutating func scanQuoted(_ quote: Unicode.Scalar) -> String {
             advance()
             var text = ""
             while let character = current, character != quote, character != "\n" {
                 if character == "\\" && quote == "\"" {
                     advance()
                 }
-                if let escaped = current { text.append(escaped) }
+                if let escaped = current { text.unicodeScalars.append(escaped) }
                 advance()
             }
             advance()
@@ -219,8 +246,8 @@ struct SourceLocator: Sendable {
                     element += 1
                 }
             case "\"", "'":
-                if peek(String(repeating: character, count: 3)) {
-                    let closing = String(repeating: character, count: 3)
+                if peek(String(repeating: String(character), count: 3)) {
+                    let closing = String(repeating: String(character), count: 3)
                     skip(3)
                     while current != nil && !peek(closing) {
                         if current == "\\" && character == "\"" { advance() }

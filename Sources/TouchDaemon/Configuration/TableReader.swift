@@ -12,7 +12,10 @@ final class ProblemLog {
     /// Records a problem at `keyPath` (positioned where the key, or its nearest ancestor, is written).
     func report(_ keyPath: String, _ message: String) {
         let position = locator.position(of: keyPath)
-        problems.append(ConfigurationProblem(keyPath: keyPath, line: position?.line, column: position?.column, message))
+        // The root table has the empty path; a problem about it has no key path to show.
+        problems.append(
+            ConfigurationProblem(
+                keyPath: keyPath.isEmpty ? nil : keyPath, line: position?.line, column: position?.column, message))
     }
 
     /// The problems in file order; problems without a position last, in the order found.

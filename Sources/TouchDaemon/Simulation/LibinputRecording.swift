@@ -59,6 +59,9 @@ enum LibinputRecording {
         var maximum: Int
     }
 
+    /// One slot's state. The kernel sends only the axis values that changed, and keeps them per slot
+    /// (for single-touch devices, per device) across touches: a new touch at the same x as the last
+    /// one sends no ABS_X. So positions outlive the contact; only the flags are reset.
     private struct Slot {
         var active = false
         var began = false
@@ -91,6 +94,8 @@ enum LibinputRecording {
         var slots: [Int: Slot] = [:]
         var currentSlot = 0
         var singleTouchDown = false
+        // After SYN_DROPPED, evdev clients drop every event up to and including the next SYN_REPORT.
+        var droppingUntilReport = false
         guard let events = device["events"] as? [Any] else { return .success([]) }
         for entry in events {
             guard let entry = entry as? [String: Any], let list = entry["evdev"] as? [Any] else { continue }
@@ -103,6 +108,10 @@ enum LibinputRecording {
                     return .failure(Problem(message: "device \(index): malformed event \(raw)"))
                 }
                 let time = Instant(microseconds: UInt64(seconds) * 1_000_000 + UInt64(microseconds))
+                if droppingUntilReport {
+                    if type == Code.synType && code == Code.synReport { droppingUntilReport = false }
+                    continue
+                }
                 switch (type, code) {
                 case (Code.absType, Code.slot):
                     currentSlot = value
@@ -139,7 +148,9 @@ enum LibinputRecording {
                         ContactSample.cancelled(contactBase + $0)
                     }
                     if !samples.isEmpty { frames.append(Frame(time: time, samples: samples)) }
-                    slots.removeAll()
+                    for slot in slots.keys { slots[slot] = Slot(x: slots[slot]?.x, y: slots[slot]?.y) }
+                    singleTouchDown = false
+                    droppingUntilReport = true
                 case (Code.synType, Code.synReport):
                     var samples: [ContactSample] = []
                     for slot in slots.keys.sorted() {
@@ -160,7 +171,7 @@ enum LibinputRecording {
                         }
                         if state.ended {
                             if state.active { samples.append(.ended(contact)) }
-                            slots[slot] = nil
+                            slots[slot] = Slot(x: state.x, y: state.y)
                             continue
                         }
                         state.began = false

@@ -17,7 +17,9 @@ enum TouchScript {
     static func parse(_ text: String) -> Result<[Frame], Problem> {
         var frames: [Frame] = []
         var lastTime: UInt64 = 0
-        for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // "\r\n" is one Character, so splitting on "\n" alone would read a CRLF script as one line.
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        for (offset, rawLine) in lines.enumerated() {
             let line = offset + 1
             let content = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             let fields = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
