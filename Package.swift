@@ -44,6 +44,7 @@ let package = Package(
         .testTarget(
             name: "TouchDaemonTests",
             dependencies: ["TouchDaemon"],
+            resources: [.copy("BrokenConfigs"), .copy("Golden")],
             swiftSettings: strict
         ),
     ],

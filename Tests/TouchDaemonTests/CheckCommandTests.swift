@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+@testable import TouchDaemon
+
+/// The built `touchd` executable, run as a user runs it: exit statuses, stdout and stderr of the
+/// DESIGN.md command-line contract.
+@Suite("touchd executable")
+struct CheckCommandTests {
+    struct Run {
+        var status: Int32
+        var standardOutput: String
+        var standardError: String
+
+        var errorLines: [String] { standardError.split(separator: "\n").map(String.init) }
+    }
+
+    /// The `touchd` product: next to the test bundle in the products directory (SwiftPM builds every
+    /// product before it runs tests), or `TOUCHD_EXECUTABLE` when set.
+    static func executable() throws -> URL {
+        var candidates: [URL] = []
+        if let path = ProcessInfo.processInfo.environment["TOUCHD_EXECUTABLE"] {
+            candidates.append(URL(fileURLWithPath: path))
+        }
+        // The resource bundle (touchd_TouchDaemonTests.resources) and the test bundle live in the
+        // products directory, as does the executable.
+        candidates.append(Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("touchd"))
+        candidates.append(Bundle.main.bundleURL.appendingPathComponent("touchd"))
+        candidates.append(
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("touchd"))
+        candidates.append(TestSupport.packageRoot.appendingPathComponent(".build/debug/touchd"))
+        let found = candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        return try #require(
+            found, "no touchd executable in \(candidates.map(\.path)); build it or set TOUCHD_EXECUTABLE")
+    }
+
+    /// Runs `touchd` with `arguments`, capturing both streams through files (no pipe can fill up).
+    static func run(_ arguments: [String]) throws -> Run {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outURL = directory.appendingPathComponent("stdout")
+        let errURL = directory.appendingPathComponent("stderr")
+        try Data().write(to: outURL)
+        try Data().write(to: errURL)
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        defer {
+            try? out.close()
+            try? err.close()
+        }
+        let process = Process()
+        process.executableURL = try executable()
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus,
+            standardOutput: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+            standardError: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    }
+
+    @Test("check on the example: exit 0 and a summary on stdout")
+    func checkValid() throws {
+        let path = TestSupport.kioskConfig
+        let run = try Self.run(["check", "--config", path])
+        #expect(run.status == 0)
+        #expect(run.standardError == "")
+        #expect(
+            run.standardOutput == """
+                \(path): ok
+                  output 1920×1080, rotation 0°, seat seat0
+                  2 screens, 3 groups, 6 controls (4 buttons, 1 toggle, 1 slider), 1 gesture
+                  3 targets (2 socket, 1 exec), 10 actions
+
+                """)
+    }
+
+    @Test("check on a broken file: exit 78 and PATH:LINE:COLUMN: error: MESSAGE lines on stderr")
+    func checkBroken() throws {
+        let url = TestSupport.resourceDirectory("BrokenConfigs").appendingPathComponent("multiple-problems.toml")
+        let expected = TestSupport.expectations(in: [UInt8](try Data(contentsOf: url)))
+            .map { $0.replacingOccurrences(of: "PATH", with: url.path, options: .anchored) }
+        let run = try Self.run(["check", "--config", url.path])
+        #expect(run.status == 78)
+        #expect(run.standardOutput == "")
+        #expect(run.errorLines == expected)
+        #expect(run.errorLines.count == 9)
+        for line in run.errorLines {
+            #expect(line.hasPrefix(url.path + ":"))
+            #expect(line.dropFirst(url.path.count).wholeMatch(of: /:[1-9][0-9]*:[1-9][0-9]*: error: \S.*/) != nil)
+        }
+    }
+
+    @Test("check without a position: PATH: error: KEY.PATH: MESSAGE")
+    func checkWithoutPosition() throws {
+        let url = TestSupport.resourceDirectory("BrokenConfigs").appendingPathComponent("missing-output.toml")
+        let run = try Self.run(["check", "--config", url.path])
+        #expect(run.status == 78)
+        #expect(
+            run.errorLines == [
+                "\(url.path): error: output: missing required table [output] (the screen size in pixels)"
+            ])
+    }
+
+    @Test("simulate prints what the library computes, and refuses a bad script with exit 65")
+    func simulate() throws {
+        let script = TestSupport.packageRoot.appendingPathComponent("examples/checkout.touch").path
+        let run = try Self.run(["simulate", "--config", TestSupport.kioskConfig, script])
+        #expect(run.status == 0)
+        #expect(run.standardError == "")
+        #expect(
+            run.standardOutput.split(separator: "\n").map(String.init) == (try GoldenTests.simulate(script: script)))
+
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bad = directory.appendingPathComponent("bad.touch").path
+        try Data("0 down 0 10 10\n# a comment\n5 up 0 10 10\n".utf8).write(to: URL(fileURLWithPath: bad))
+        let failed = try Self.run(["simulate", "--config", TestSupport.kioskConfig, bad])
+        #expect(failed.status == 65)
+        #expect(failed.standardOutput == "")
+        #expect(failed.errorLines == ["\(bad):3:1: error: up takes no coordinates"])
+    }
+}
