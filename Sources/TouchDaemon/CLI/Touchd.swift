@@ -11,6 +11,6 @@ struct Touchd: AsyncParsableCommand {
         commandName: "touchd",
         abstract: "A daemon that turns a Linux touchscreen into UIKit-style controls declared in a TOML file.",
         version: version,
-        subcommands: [Check.self, Simulate.self]
+        subcommands: [Check.self, Simulate.self, Render.self]
     )
 }
