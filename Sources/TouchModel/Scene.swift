@@ -238,10 +238,9 @@ public struct Scene: Sendable {
         slots[index].contact = id
         slots[index].valueAtTouchDown = slots[index].control.value
         let taps = slots[index].taps.touchDown(at: location, time: now)
+        let valueChanged = follow(index, to: location)
         apply(taps > 1 ? .downRepeat : .down, to: index, contact: id, at: location, into: &output)
-        if case .slider(let slider) = slots[index].control.kind {
-            follow(slider, index: index, contact: id, to: location, into: &output)
-        }
+        if valueChanged { sendValueChanged(from: index, contact: id, location: location, into: &output) }
     }
 
     private mutating func contactMoved(_ sample: ContactSample, into output: inout Output) {
@@ -259,12 +258,11 @@ public struct Scene: Sendable {
         contacts[id] = state
         guard let index = state.control else { return }
         let control = slots[index].control
+        let valueChanged = follow(index, to: location)
         apply(
             ControlTracker.input(forMoveTo: location, in: control.shape, outset: control.dragOutset),
             to: index, contact: id, at: location, into: &output)
-        if case .slider(let slider) = control.kind {
-            follow(slider, index: index, contact: id, to: location, into: &output)
-        }
+        if valueChanged { sendValueChanged(from: index, contact: id, location: location, into: &output) }
     }
 
     private mutating func contactEnded(_ sample: ContactSample, into output: inout Output) {
@@ -312,16 +310,15 @@ public struct Scene: Sendable {
         }
     }
 
-    /// A slider's value follows the contact; a continuous slider announces every change.
-    private mutating func follow(
-        _ slider: Control.Slider, index: Int, contact: ContactID, to location: Point, into output: inout Output
-    ) {
+    /// A slider's value follows the contact. The value changes before the touch events of the same
+    /// sample are sent, so they carry it; returns whether a continuous slider must now announce it
+    /// (valueChanged follows the touch events, uicontrol.md §5).
+    private mutating func follow(_ index: Int, to location: Point) -> Bool {
+        guard case .slider(let slider) = slots[index].control.kind else { return false }
         let value = slider.value(at: location, in: slots[index].control.shape.boundingBox)
-        guard value != slots[index].control.value else { return }
+        guard value != slots[index].control.value else { return false }
         slots[index].control.value = value
-        if slider.isContinuous {
-            sendValueChanged(from: index, contact: contact, location: location, into: &output)
-        }
+        return slider.isContinuous
     }
 
     /// The lift of the tracked contact: the table's events, then the kind's.
