@@ -287,10 +287,11 @@ public struct Scene: Sendable {
         endContact(id, reason: .contactCancelled, into: &output)
     }
 
-    /// Forgets a contact, cancelling its control's tracking.
+    /// Forgets a contact, cancelling its control's tracking (with the contact's last location).
     private mutating func endContact(_ id: ContactID, reason: CancelReason, into output: inout Output) {
-        guard let state = contacts.removeValue(forKey: id) else { return }
+        guard let state = contacts[id] else { return }
         if let index = state.control { cancelTracking(index, reason: reason, into: &output) }
+        contacts[id] = nil
     }
 
     // MARK: - Tracking
