@@ -489,12 +489,17 @@ public struct Scene: Sendable {
         } else {
             now = time
         }
-        guard settings.stuckContactTimeout > 0 else { return }
-        for index in slots.indices {
-            guard let contact = slots[index].contact, let state = contacts[contact] else { continue }
-            if state.lastActivity.advanced(by: settings.stuckContactTimeout) <= now {
-                cancelTracking(index, reason: .stuck, into: &output)
+        guard settings.stuckContactTimeout > 0, !contacts.isEmpty else { return }
+        // Only tracked contacts can be stuck, and there are at most `maximumContacts` of them: walk
+        // those, not every control. Sorting keeps the cancels in control order (deterministic).
+        var stuck: [Int] = []
+        for state in contacts.values {
+            if let index = state.control, state.lastActivity.advanced(by: settings.stuckContactTimeout) <= now {
+                stuck.append(index)
             }
+        }
+        for index in stuck.sorted() {
+            cancelTracking(index, reason: .stuck, into: &output)
         }
     }
 
