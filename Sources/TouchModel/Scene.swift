@@ -231,7 +231,8 @@ public struct Scene: Sendable {
         defer { contacts[id] = state }
         guard let index = hitTest(location) else { return }
         if let tracked = slots[index].contact {
-            output.diagnostics.append(.controlBusy(control: slots[index].control.id, contact: id, trackedContact: tracked))
+            output.diagnostics.append(
+                .controlBusy(control: slots[index].control.id, contact: id, trackedContact: tracked))
             return
         }
         state.control = index
@@ -272,7 +273,11 @@ public struct Scene: Sendable {
             return
         }
         if let location = sample.location {
-            if location.isFinite { state.location = location } else { output.diagnostics.append(.invalidLocation(id, .ended)) }
+            if location.isFinite {
+                state.location = location
+            } else {
+                output.diagnostics.append(.invalidLocation(id, .ended))
+            }
         }
         guard let index = state.control else { return }
         lift(index, contact: id, at: state.location, into: &output)
@@ -303,7 +308,8 @@ public struct Scene: Sendable {
         let before = slots[index].tracker.state
         let transition = slots[index].tracker.handle(input)
         guard transition.isExpected else {
-            output.diagnostics.append(.unexpectedTransition(control: slots[index].control.id, state: before, input: input))
+            output.diagnostics.append(
+                .unexpectedTransition(control: slots[index].control.id, state: before, input: input))
             return
         }
         for event in transition.events {
@@ -361,7 +367,8 @@ public struct Scene: Sendable {
         slots[index].contact = nil
         contacts[contact]?.control = nil
         if reason != .contactCancelled {
-            output.diagnostics.append(.trackingCancelled(control: slots[index].control.id, contact: contact, reason: reason))
+            output.diagnostics.append(
+                .trackingCancelled(control: slots[index].control.id, contact: contact, reason: reason))
         }
         let location = contacts[contact]?.location
         slots[index].taps.touchEnded(at: now, tapped: false)
@@ -371,7 +378,8 @@ public struct Scene: Sendable {
         let before = slots[index].tracker.state
         let transition = slots[index].tracker.handle(.cancel)
         guard transition.isExpected else {
-            output.diagnostics.append(.unexpectedTransition(control: slots[index].control.id, state: before, input: .cancel))
+            output.diagnostics.append(
+                .unexpectedTransition(control: slots[index].control.id, state: before, input: .cancel))
             return
         }
         for event in transition.events {
@@ -418,7 +426,8 @@ public struct Scene: Sendable {
                 return
             }
             guard target.responds(to: entry.action) else {
-                output.diagnostics.append(.targetDoesNotRespond(control: control.id, target: name, action: entry.action))
+                output.diagnostics.append(
+                    .targetDoesNotRespond(control: control.id, target: name, action: entry.action))
                 return
             }
             handler = (name, .control(control.id))

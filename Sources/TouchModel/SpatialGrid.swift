@@ -66,7 +66,8 @@ struct SpatialGrid: Sendable {
     /// shape test rejects what is not there, and no rounding at the far edges can lose a hit.
     func candidates(at point: Point) -> ArraySlice<Int> {
         guard columns > 0, point.isFinite else { return [] }
-        let cell = SpatialGrid.index(point.y, origin: originY, size: cellHeight, count: rows) * columns
+        let cell =
+            SpatialGrid.index(point.y, origin: originY, size: cellHeight, count: rows) * columns
             + SpatialGrid.index(point.x, origin: originX, size: cellWidth, count: columns)
         return items[cellStart[cell]..<cellStart[cell + 1]]
     }
