@@ -23,7 +23,12 @@ let package = Package(
             providers: [.apt(["libinput-dev", "libudev-dev", "libevdev-dev"])]
         ),
         // The pure model: the Swift standard library only, time passed in, no I/O.
-        .target(name: "TouchModel", swiftSettings: strict),
+        // Floating-point rounding needs libm, which nothing else pulls in for a program that links only the model.
+        .target(
+            name: "TouchModel",
+            swiftSettings: strict,
+            linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
+        ),
         .executableTarget(
             name: "TouchDaemon",
             dependencies: [

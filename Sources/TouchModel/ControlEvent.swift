@@ -64,9 +64,11 @@ extension Control {
 
         /// The event or mask called `name` (UIKit's lowerCamelCase name), or nil.
         public init?(name: String) {
-            if let match = Event.namedEvents.first(where: { $0.name == name }) ?? Event.namedMasks.first(where: {
-                $0.name == name
-            }) {
+            if let match = Event.namedEvents.first(where: { $0.name == name })
+                ?? Event.namedMasks.first(where: {
+                    $0.name == name
+                })
+            {
                 self = match.event
             } else {
                 return nil

@@ -95,7 +95,8 @@ public struct Circle: Hashable, Sendable {
         self.radius = radius
     }
 
-    public var isValid: Bool { center.isFinite && radius.isFinite && radius >= 0 }
+    /// Finite center and radius, not negative, and a bounding box that is finite too.
+    public var isValid: Bool { center.isFinite && radius.isFinite && radius >= 0 && boundingBox.isValid }
 
     public func contains(_ point: Point) -> Bool {
         let dx = point.x - center.x
@@ -191,8 +192,10 @@ public enum Shape: Hashable, Sendable {
         guard outset > 0 else { return contains(point) }
         switch self {
         case .rect(let rect):
-            // Square corners, as UIKit's inset bounds.
-            return rect.outset(by: outset).contains(point)
+            // Square corners, as UIKit's inset bounds. The edges are moved one by one (not through
+            // a width) so that a huge outset cannot turn them into NaN.
+            return point.x >= rect.minX - outset && point.x < rect.maxX + outset
+                && point.y >= rect.minY - outset && point.y < rect.maxY + outset
         case .circle(let circle):
             return Circle(center: circle.center, radius: circle.radius + outset).contains(point)
         case .polygon(let polygon):

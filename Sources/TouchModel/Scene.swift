@@ -231,17 +231,17 @@ public struct Scene: Sendable {
         defer { contacts[id] = state }
         guard let index = hitTest(location) else { return }
         if let tracked = slots[index].contact {
-            output.diagnostics.append(.controlBusy(control: slots[index].control.id, contact: id, trackedContact: tracked))
+            output.diagnostics.append(
+                .controlBusy(control: slots[index].control.id, contact: id, trackedContact: tracked))
             return
         }
         state.control = index
         slots[index].contact = id
         slots[index].valueAtTouchDown = slots[index].control.value
         let taps = slots[index].taps.touchDown(at: location, time: now)
+        let valueChanged = follow(index, to: location)
         apply(taps > 1 ? .downRepeat : .down, to: index, contact: id, at: location, into: &output)
-        if case .slider(let slider) = slots[index].control.kind {
-            follow(slider, index: index, contact: id, to: location, into: &output)
-        }
+        if valueChanged { sendValueChanged(from: index, contact: id, location: location, into: &output) }
     }
 
     private mutating func contactMoved(_ sample: ContactSample, into output: inout Output) {
@@ -259,12 +259,11 @@ public struct Scene: Sendable {
         contacts[id] = state
         guard let index = state.control else { return }
         let control = slots[index].control
+        let valueChanged = follow(index, to: location)
         apply(
             ControlTracker.input(forMoveTo: location, in: control.shape, outset: control.dragOutset),
             to: index, contact: id, at: location, into: &output)
-        if case .slider(let slider) = control.kind {
-            follow(slider, index: index, contact: id, to: location, into: &output)
-        }
+        if valueChanged { sendValueChanged(from: index, contact: id, location: location, into: &output) }
     }
 
     private mutating func contactEnded(_ sample: ContactSample, into output: inout Output) {
@@ -274,7 +273,11 @@ public struct Scene: Sendable {
             return
         }
         if let location = sample.location {
-            if location.isFinite { state.location = location } else { output.diagnostics.append(.invalidLocation(id, .ended)) }
+            if location.isFinite {
+                state.location = location
+            } else {
+                output.diagnostics.append(.invalidLocation(id, .ended))
+            }
         }
         guard let index = state.control else { return }
         lift(index, contact: id, at: state.location, into: &output)
@@ -289,10 +292,11 @@ public struct Scene: Sendable {
         endContact(id, reason: .contactCancelled, into: &output)
     }
 
-    /// Forgets a contact, cancelling its control's tracking.
+    /// Forgets a contact, cancelling its control's tracking (with the contact's last location).
     private mutating func endContact(_ id: ContactID, reason: CancelReason, into output: inout Output) {
-        guard let state = contacts.removeValue(forKey: id) else { return }
+        guard let state = contacts[id] else { return }
         if let index = state.control { cancelTracking(index, reason: reason, into: &output) }
+        contacts[id] = nil
     }
 
     // MARK: - Tracking
@@ -304,7 +308,8 @@ public struct Scene: Sendable {
         let before = slots[index].tracker.state
         let transition = slots[index].tracker.handle(input)
         guard transition.isExpected else {
-            output.diagnostics.append(.unexpectedTransition(control: slots[index].control.id, state: before, input: input))
+            output.diagnostics.append(
+                .unexpectedTransition(control: slots[index].control.id, state: before, input: input))
             return
         }
         for event in transition.events {
@@ -312,16 +317,15 @@ public struct Scene: Sendable {
         }
     }
 
-    /// A slider's value follows the contact; a continuous slider announces every change.
-    private mutating func follow(
-        _ slider: Control.Slider, index: Int, contact: ContactID, to location: Point, into output: inout Output
-    ) {
+    /// A slider's value follows the contact. The value changes before the touch events of the same
+    /// sample are sent, so they carry it; returns whether a continuous slider must now announce it
+    /// (valueChanged follows the touch events, uicontrol.md §5).
+    private mutating func follow(_ index: Int, to location: Point) -> Bool {
+        guard case .slider(let slider) = slots[index].control.kind else { return false }
         let value = slider.value(at: location, in: slots[index].control.shape.boundingBox)
-        guard value != slots[index].control.value else { return }
+        guard value != slots[index].control.value else { return false }
         slots[index].control.value = value
-        if slider.isContinuous {
-            sendValueChanged(from: index, contact: contact, location: location, into: &output)
-        }
+        return slider.isContinuous
     }
 
     /// The lift of the tracked contact: the table's events, then the kind's.
@@ -363,7 +367,8 @@ public struct Scene: Sendable {
         slots[index].contact = nil
         contacts[contact]?.control = nil
         if reason != .contactCancelled {
-            output.diagnostics.append(.trackingCancelled(control: slots[index].control.id, contact: contact, reason: reason))
+            output.diagnostics.append(
+                .trackingCancelled(control: slots[index].control.id, contact: contact, reason: reason))
         }
         let location = contacts[contact]?.location
         slots[index].taps.touchEnded(at: now, tapped: false)
@@ -373,7 +378,8 @@ public struct Scene: Sendable {
         let before = slots[index].tracker.state
         let transition = slots[index].tracker.handle(.cancel)
         guard transition.isExpected else {
-            output.diagnostics.append(.unexpectedTransition(control: slots[index].control.id, state: before, input: .cancel))
+            output.diagnostics.append(
+                .unexpectedTransition(control: slots[index].control.id, state: before, input: .cancel))
             return
         }
         for event in transition.events {
@@ -420,7 +426,8 @@ public struct Scene: Sendable {
                 return
             }
             guard target.responds(to: entry.action) else {
-                output.diagnostics.append(.targetDoesNotRespond(control: control.id, target: name, action: entry.action))
+                output.diagnostics.append(
+                    .targetDoesNotRespond(control: control.id, target: name, action: entry.action))
                 return
             }
             handler = (name, .control(control.id))
@@ -491,12 +498,17 @@ public struct Scene: Sendable {
         } else {
             now = time
         }
-        guard settings.stuckContactTimeout > 0 else { return }
-        for index in slots.indices {
-            guard let contact = slots[index].contact, let state = contacts[contact] else { continue }
-            if state.lastActivity.advanced(by: settings.stuckContactTimeout) <= now {
-                cancelTracking(index, reason: .stuck, into: &output)
+        guard settings.stuckContactTimeout > 0, !contacts.isEmpty else { return }
+        // Only tracked contacts can be stuck, and there are at most `maximumContacts` of them: walk
+        // those, not every control. Sorting keeps the cancels in control order (deterministic).
+        var stuck: [Int] = []
+        for state in contacts.values {
+            if let index = state.control, state.lastActivity.advanced(by: settings.stuckContactTimeout) <= now {
+                stuck.append(index)
             }
+        }
+        for index in stuck.sorted() {
+            cancelTracking(index, reason: .stuck, into: &output)
         }
     }
 

@@ -17,10 +17,14 @@ struct SpatialGrid: Sendable {
     /// The most cells the grid uses, whatever the number of controls.
     static let maximumCells = 65_536
 
+    /// Coordinates are clamped to ±this many pixels for bucketing only, so that the union of valid
+    /// boxes stays finite; the exact shape test decides containment.
+    static let reach = 1e15
+
     /// Builds the grid. `boxes` holds (control index, bounding box), top-most first; boxes that are
     /// not valid (non-finite) are left out.
     init(boxes: [(index: Int, box: Rect)]) {
-        let valid = boxes.filter { $0.box.isValid }
+        let valid = boxes.filter { $0.box.isValid }.map { (index: $0.index, box: SpatialGrid.clamp($0.box)) }
         guard let first = valid.first else { return }
         let bounds = valid.dropFirst().reduce(first.box) { $0.union($1.box) }
         guard bounds.isValid else { return }
@@ -57,16 +61,23 @@ struct SpatialGrid: Sendable {
         }
     }
 
-    /// The control indices whose boxes cover the cell of `point`, top-most first. Empty for a point
-    /// outside every box or a point that is not finite.
+    /// The control indices whose boxes cover the cell of `point`, top-most first; empty for a point
+    /// that is not finite. A point beyond the grid gets the nearest edge cell: the caller's exact
+    /// shape test rejects what is not there, and no rounding at the far edges can lose a hit.
     func candidates(at point: Point) -> ArraySlice<Int> {
-        guard columns > 0, point.isFinite,
-            point.x >= originX, point.y >= originY,
-            point.x <= originX + cellWidth * Double(columns), point.y <= originY + cellHeight * Double(rows)
-        else { return [] }
-        let cell = SpatialGrid.index(point.y, origin: originY, size: cellHeight, count: rows) * columns
+        guard columns > 0, point.isFinite else { return [] }
+        let cell =
+            SpatialGrid.index(point.y, origin: originY, size: cellHeight, count: rows) * columns
             + SpatialGrid.index(point.x, origin: originX, size: cellWidth, count: columns)
         return items[cellStart[cell]..<cellStart[cell + 1]]
+    }
+
+    private static func clamp(_ box: Rect) -> Rect {
+        let minX = Swift.min(reach, Swift.max(-reach, box.minX))
+        let minY = Swift.min(reach, Swift.max(-reach, box.minY))
+        let maxX = Swift.min(reach, Swift.max(-reach, box.maxX))
+        let maxY = Swift.min(reach, Swift.max(-reach, box.maxY))
+        return Rect(x: minX, y: minY, width: maxX - minX, height: maxY - minY)
     }
 
     private func forEachCell(of box: Rect, _ body: (Int) -> Void) {

@@ -85,7 +85,8 @@ public struct TargetActionTable: Hashable, Sendable {
         entries.filter { !$0.events.isDisjoint(with: events) }
     }
 
-    /// Every target, in the order of first registration; a nil target shows as `.responderChain`.
+    /// Every target once, in the order of the entries (a re-added entry moves its target later);
+    /// a nil target shows as `.responderChain`.
     public var allTargets: [TargetSlot] {
         var seen: Set<TargetSlot> = []
         return entries.compactMap { seen.insert($0.target).inserted ? $0.target : nil }
