@@ -33,28 +33,14 @@ struct GoldenTests {
         return try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map(String.init)
     }
 
-    /// A JSON line without its `"value":…` field.
-    static func withoutValue(_ line: String) -> String {
-        line.replacing(/,"value":[^,}]*/, with: "")
-    }
-
     @Test("examples/checkout.touch on config/kiosk.toml")
     func checkout() throws {
         let actual = try Self.simulate(
             script: TestSupport.packageRoot.appendingPathComponent("examples/checkout.touch").path)
         let expected = try Self.golden("checkout.jsonl")
         #expect(actual.count == expected.count)
-        for (index, (line, golden)) in zip(actual, expected).enumerated() where line != golden {
-            // Known model bug: a slider's event records carry the value from before the sample (the
-            // value follows the contact only after the events are sent). The golden file holds the
-            // correct values; until the fix lands, only that field may differ, and only on the slider.
-            if golden.contains(#""control":"volume""#), Self.withoutValue(line) == Self.withoutValue(golden) {
-                withKnownIssue("slider value in touch-event records lags one sample behind (TouchModel bug)") {
-                    #expect(line == golden, "line \(index + 1)")
-                }
-            } else {
-                #expect(line == golden, "line \(index + 1)")
-            }
+        for (index, (line, golden)) in zip(actual, expected).enumerated() {
+            #expect(line == golden, "line \(index + 1)")
         }
     }
 
