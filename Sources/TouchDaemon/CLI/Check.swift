@@ -39,13 +39,16 @@ extension Configuration {
         let kindList = ["button", "toggle", "slider", "segmented"].compactMap { kind in
             kinds[kind].map { count($0, kind) }
         }
-        let actions = controls.reduce(0) { $0 + $1.actions.entries.count } + gestures.reduce(0) { $0 + $1.actions.count }
+        let actions =
+            controls.reduce(0) { $0 + $1.actions.entries.count } + gestures.reduce(0) { $0 + $1.actions.count }
         let sockets = targets.filter { if case .socket = $0.kind { true } else { false } }.count
         var lines = [
             "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation)°, seat \(seat)",
-            [count(screens.count, "screen"), count(groups.count, "group"),
-             count(controls.count, "control") + (kindList.isEmpty ? "" : " (\(kindList.joined(separator: ", ")))"),
-             count(gestures.count, "gesture")].joined(separator: ", "),
+            [
+                count(screens.count, "screen"), count(groups.count, "group"),
+                count(controls.count, "control") + (kindList.isEmpty ? "" : " (\(kindList.joined(separator: ", ")))"),
+                count(gestures.count, "gesture"),
+            ].joined(separator: ", "),
             "\(count(targets.count, "target")) (\(sockets) socket, \(targets.count - sockets) exec), \(count(actions, "action"))",
         ]
         if !devices.isEmpty { lines.append(count(devices.count, "device matcher")) }

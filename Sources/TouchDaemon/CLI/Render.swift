@@ -42,7 +42,9 @@ struct Render: ParsableCommand {
         print("wrote \(output): " + (shown.map { "screen \($0)" } ?? "every screen"))
         let others = screens.filter { $0 != shown }
         if shown != nil, !others.isEmpty {
-            print("other screens: \(others.joined(separator: ", ")) (draw one with --screen ID, or all with --screen all)")
+            print(
+                "other screens: \(others.joined(separator: ", ")) (draw one with --screen ID, or all with --screen all)"
+            )
         }
     }
 }

@@ -70,7 +70,11 @@ struct Configuration: Sendable {
     /// A gesture recognizer declaration (recognition itself arrives with the gesture issue).
     struct Gesture: Hashable, Sendable {
         enum Kind: String, Hashable, Sendable, CaseIterable {
-            case tap, longPress = "long_press", swipe, pan, pinch
+            case tap
+            case longPress = "long_press"
+            case swipe
+            case pan
+            case pinch
         }
 
         var id: String

@@ -27,8 +27,10 @@ enum ConfigurationLoader {
     }
 
     /// Names systemd and the daemon own; a command target may never set them.
-    static let reservedEnvironment: Set<String> = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS",
-        "LISTEN_PID", "LISTEN_FDNAMES"]
+    static let reservedEnvironment: Set<String> = [
+        "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS",
+        "LISTEN_PID", "LISTEN_FDNAMES",
+    ]
 
     /// Loads and validates the file at `path`.
     static func load(path: String) -> Result<Configuration, ConfigurationError> {
@@ -92,9 +94,15 @@ private struct Decoder {
         // Targets with a broken definition stay known by name, so references to them do not add
         // "unknown target" problems on top of the real one.
         let targetsByName = Dictionary(
-            declaredTargets.map { ($0.name, $0.definition ?? Configuration.TargetDefinition(
-                name: $0.name, kind: .socket(Configuration.SocketTarget(path: "/", type: .stream)),
-                respondsTo: $0.respondsTo)) },
+            declaredTargets.map {
+                (
+                    $0.name,
+                    $0.definition
+                        ?? Configuration.TargetDefinition(
+                            name: $0.name, kind: .socket(Configuration.SocketTarget(path: "/", type: .stream)),
+                            respondsTo: $0.respondsTo)
+                )
+            },
             uniquingKeysWith: { first, _ in first })
         let applicationEvents = decodeApplicationEvents()
         let applicationTarget = root.table("application").flatMap { table -> String? in
@@ -119,9 +127,12 @@ private struct Decoder {
                 groups.append(group)
             }
         }
-        checkGroupCycles(groups, tables: Dictionary(zip(groupIDs, groupTables).compactMap { id, table in
-            id.map { ($0, table) }
-        }, uniquingKeysWith: { first, _ in first }))
+        checkGroupCycles(
+            groups,
+            tables: Dictionary(
+                zip(groupIDs, groupTables).compactMap { id, table in
+                    id.map { ($0, table) }
+                }, uniquingKeysWith: { first, _ in first }))
 
         var screens: [Screen] = []
         var initialScreen: Int?
@@ -194,7 +205,8 @@ private struct Decoder {
         if let value = table.value("calibration") {
             if let array = value.array, array.count == 6 {
                 let numbers = array.enumerated().compactMap { index, element in
-                    TableReader.number(element, in: -1e4...1e4, at: "\(table.keyPath("calibration"))[\(index)]", log: log)
+                    TableReader.number(
+                        element, in: -1e4...1e4, at: "\(table.keyPath("calibration"))[\(index)]", log: log)
                 }
                 if numbers.count == 6 { calibration = numbers }
             } else {
@@ -209,7 +221,9 @@ private struct Decoder {
         guard let table = root.table("input") else { return "seat0" }
         defer { table.finish() }
         guard let seat = table.string("seat") else { return "seat0" }
-        if seat.isEmpty || seat.count > Limits.idLength || !seat.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
+        if seat.isEmpty || seat.count > Limits.idLength
+            || !seat.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        {
             table.report("seat", "'\(seat)' is not a seat name (like seat0)")
         }
         return seat
@@ -227,7 +241,8 @@ private struct Decoder {
             regionTable.finish()
         }
         if name == nil && vendor == nil && product == nil && path == nil {
-            table.reportTable("a device entry needs at least one of match_name, match_vendor, match_product, match_path")
+            table.reportTable(
+                "a device entry needs at least one of match_name, match_vendor, match_product, match_path")
             return nil
         }
         return Configuration.DeviceMatch(name: name, vendor: vendor, product: product, path: path, region: region)
@@ -264,7 +279,8 @@ private struct Decoder {
         return tracking
     }
 
-    private func decodeTargets() -> [(name: String, respondsTo: [String], definition: Configuration.TargetDefinition?)] {
+    private func decodeTargets() -> [(name: String, respondsTo: [String], definition: Configuration.TargetDefinition?)]
+    {
         guard let table = root.table("targets") else { return [] }
         defer { table.finish() }
         let names = table.table.keys.sorted()
@@ -283,7 +299,9 @@ private struct Decoder {
             }
             let respondsTo = target.strings("responds_to", limit: Limits.respondsTo, required: true) ?? []
             for (index, action) in respondsTo.enumerated() where !isValidAction(action) {
-                log.report("\(target.keyPath("responds_to"))[\(index)]", "'\(action)' is not a valid action name: \(actionRule)")
+                log.report(
+                    "\(target.keyPath("responds_to"))[\(index)]",
+                    "'\(action)' is not a valid action name: \(actionRule)")
             }
             let hasSocket = target.contains("socket")
             let hasExec = target.contains("exec")
@@ -299,17 +317,22 @@ private struct Decoder {
                 kind = decodeExec(target).map { .exec($0) }
             }
             result.append(
-                (name, respondsTo, kind.map { Configuration.TargetDefinition(name: name, kind: $0, respondsTo: respondsTo) }))
+                (
+                    name, respondsTo,
+                    kind.map { Configuration.TargetDefinition(name: name, kind: $0, respondsTo: respondsTo) }
+                ))
         }
         return result
     }
 
     private func decodeSocket(_ target: TableReader) -> Configuration.SocketTarget? {
-        let type = target.choice("socket_type", ["stream", "datagram"]).flatMap(Configuration.SocketTarget.SocketType.init)
+        let type = target.choice("socket_type", ["stream", "datagram"]).flatMap(
+            Configuration.SocketTarget.SocketType.init)
         _ = target.choice("format", ["json"])
         guard let path = target.string("socket") else { return nil }
         guard path.hasPrefix("/") else {
-            target.report("socket", "'\(path)' is not an absolute path (abstract and relative socket names are refused)")
+            target.report(
+                "socket", "'\(path)' is not an absolute path (abstract and relative socket names are refused)")
             return nil
         }
         guard path.utf8.count <= 107, !path.utf8.contains(0) else {
@@ -365,12 +388,14 @@ private struct Decoder {
         }
         if shell {
             if argv.count != 1 {
-                target.report("exec", "with shell = true, exec holds exactly one string: the command line for /bin/sh -c")
+                target.report(
+                    "exec", "with shell = true, exec holds exactly one string: the command line for /bin/sh -c")
             }
         } else if !program.hasPrefix("/") {
             log.report(
                 "\(target.keyPath("exec"))[0]",
-                "'\(program)' is not an absolute path; touchd does not search PATH (use /usr/bin/\(program), for instance)")
+                "'\(program)' is not an absolute path; touchd does not search PATH (use /usr/bin/\(program), for instance)"
+            )
         }
         return Configuration.ExecTarget(
             argv: argv, shell: shell, environment: environment, workingDirectory: workingDirectory, timeout: timeout,
@@ -410,8 +435,8 @@ private struct Decoder {
         }
         if let first = declared[id] {
             // Where the first `id` is written (its table's header when the position is unknown).
-            let where_ = log.locator.position(of: "\(first.path).id").map { "line \($0.line)" } ?? first.path
-            table.report("id", "duplicate id '\(id)': already used by the \(first.kind) at \(where_) (\(first.path))")
+            let location = log.locator.position(of: "\(first.path).id").map { "line \($0.line)" } ?? first.path
+            table.report("id", "duplicate id '\(id)': already used by the \(first.kind) at \(location) (\(first.path))")
             return nil
         }
         declared[id] = (kind, table.path)
@@ -487,7 +512,8 @@ private struct Decoder {
         let enabled = table.bool("enabled") ?? true
         let selected = table.bool("selected") ?? false
         let dragOutset = table.number("drag_outset", in: 0...1_000) ?? tracking?.dragOutset ?? Control.defaultDragOutset
-        let repeatInterval = table.milliseconds("repeat_interval_ms", in: 1...5_000) ?? tracking?.repeatInterval
+        let repeatInterval =
+            table.milliseconds("repeat_interval_ms", in: 1...5_000) ?? tracking?.repeatInterval
             ?? Control.defaultRepeatInterval
         let repeatSlop = table.number("repeat_slop", in: 0...1_000) ?? tracking?.repeatSlop ?? Control.defaultRepeatSlop
 
@@ -504,7 +530,9 @@ private struct Decoder {
             let minimum = table.number("min", in: -1e9...1e9) ?? 0
             let maximum = table.number("max", in: -1e9...1e9) ?? 1
             if minimum >= maximum {
-                table.report("max", "max (\(TableReader.format(maximum))) must be greater than min (\(TableReader.format(minimum)))")
+                table.report(
+                    "max",
+                    "max (\(TableReader.format(maximum))) must be greater than min (\(TableReader.format(minimum)))")
             }
             let axis = table.choice("axis", ["horizontal", "vertical"]).flatMap(Control.Axis.init) ?? .horizontal
             let continuous = table.bool("continuous") ?? true
@@ -528,7 +556,8 @@ private struct Decoder {
         default:
             kind = .button
         }
-        for key in sliderKeys + axisKeys + segmentedKeys + valueKeys where !allowed.contains(key) && table.table.contains(key: key) {
+        for key in sliderKeys + axisKeys + segmentedKeys + valueKeys
+        where !allowed.contains(key) && table.table.contains(key: key) {
             _ = table.value(key)
             table.report(key, "'\(key)' does not apply to a \(kindName)")
         }
@@ -576,7 +605,8 @@ private struct Decoder {
             if let event = Control.Event(name: name) ?? applicationEvents[name] {
                 events.formUnion(event)
             } else {
-                let known = Control.Event.namedEvents.map(\.name) + Control.Event.namedMasks.map(\.name)
+                let known =
+                    Control.Event.namedEvents.map(\.name) + Control.Event.namedMasks.map(\.name)
                     + Array(applicationEvents.keys)
                 log.report("\(action.keyPath("events"))[\(index)]", unknown("event", name, known))
                 valid = false
@@ -598,7 +628,11 @@ private struct Decoder {
         let parent = checkParent(table, groups: groups)
         var control: String?
         if let name = table.string("control") {
-            if controls.contains(name) { control = name } else { table.report("control", unknown("control", name, controls)) }
+            if controls.contains(name) {
+                control = name
+            } else {
+                table.report("control", unknown("control", name, controls))
+            }
         }
         if parent != nil && control != nil {
             table.reportTable("a gesture is attached to a group (parent) or to a control, not both")
@@ -619,7 +653,8 @@ private struct Decoder {
             "edge": [.swipe], "edge_margin": [.swipe],
         ]
         if let kind {
-            for (key, kinds) in kindKeys.sorted(by: { $0.key < $1.key }) where table.table.contains(key: key) && !kinds.contains(kind) {
+            for (key, kinds) in kindKeys.sorted(by: { $0.key < $1.key })
+            where table.table.contains(key: key) && !kinds.contains(kind) {
                 _ = table.value(key)
                 table.report(key, "'\(key)' does not apply to a \(kind.rawValue) gesture")
             }
@@ -751,7 +786,9 @@ private struct Decoder {
         return coordinateValue(value, at: table.keyPath(key), length: length, positive: positive)
     }
 
-    private func coordinateValue(_ value: TOMLValueConvertible, at path: String, length: Double, positive: Bool) -> Double? {
+    private func coordinateValue(_ value: TOMLValueConvertible, at path: String, length: Double, positive: Bool)
+        -> Double?
+    {
         let reach = ConfigurationLoader.Limits.coordinateReach * length
         var number: Double?
         if let string = value.string {

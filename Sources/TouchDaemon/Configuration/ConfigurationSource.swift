@@ -124,7 +124,8 @@ enum ConfigurationSource {
             expectingElement = false
             switch character {
             case "\"", "'":
-                let triple = index + 2 < characters.count && characters[index + 1] == character
+                let triple =
+                    index + 2 < characters.count && characters[index + 1] == character
                     && characters[index + 2] == character
                 quote = triple ? [character, character, character] : [character]
                 if triple {

@@ -139,7 +139,8 @@ final class TableReader {
             return nil
         }
         guard range.contains(number) else {
-            log.report(keyPath, "\(format(number)) is out of range \(format(range.lowerBound))…\(format(range.upperBound))")
+            log.report(
+                keyPath, "\(format(number)) is out of range \(format(range.lowerBound))…\(format(range.upperBound))")
             return nil
         }
         return number
@@ -270,7 +271,8 @@ func editDistance(_ a: String, _ b: String) -> Int {
     for i in 1...a.count {
         current[0] = i
         for j in 1...b.count {
-            current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            current[j] = Swift.min(
+                previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
         }
         swap(&previous, &current)
     }

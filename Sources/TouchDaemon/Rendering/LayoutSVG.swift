@@ -33,7 +33,8 @@ struct LayoutSVG {
         svg += "<g id=\"groups\">\n"
         for group in configuration.groups where shownGroups.contains(group.id) {
             guard let shape = group.shape else { continue }
-            svg += path(shape, attributes: "fill=\"none\" stroke=\"#7f8c8d\" stroke-width=\"2\" stroke-dasharray=\"10 6\"")
+            svg += path(
+                shape, attributes: "fill=\"none\" stroke=\"#7f8c8d\" stroke-width=\"2\" stroke-dasharray=\"10 6\"")
             let box = shape.boundingBox
             let screens = groupScreens[group.id].map { " · screen \($0.joined(separator: ", "))" } ?? ""
             svg += label(
@@ -120,12 +121,15 @@ struct LayoutSVG {
     /// The area a tracked contact counts as inside: the rectangle grown with square corners (as
     /// UIKit), the circle grown, the polygon grown by its distance (a round-joined stroke).
     private func outset(_ shape: Shape, by amount: Double) -> String {
-        let style = "fill=\"#f1c40f\" fill-opacity=\"0.12\" stroke=\"#f1c40f\" stroke-opacity=\"0.6\" stroke-width=\"1\""
+        let style =
+            "fill=\"#f1c40f\" fill-opacity=\"0.12\" stroke=\"#f1c40f\" stroke-opacity=\"0.6\" stroke-width=\"1\""
         switch shape {
         case .rect(let rect):
             return path(
-                .rect(Rect(x: rect.minX - amount, y: rect.minY - amount, width: rect.width + 2 * amount,
-                    height: rect.height + 2 * amount)), attributes: style)
+                .rect(
+                    Rect(
+                        x: rect.minX - amount, y: rect.minY - amount, width: rect.width + 2 * amount,
+                        height: rect.height + 2 * amount)), attributes: style)
         case .circle(let circle):
             return path(.circle(Circle(center: circle.center, radius: circle.radius + amount)), attributes: style)
         case .polygon(let polygon):

@@ -51,7 +51,8 @@ enum LibinputRecording {
             }
         }
         // Several devices: interleave by time; each device's own order is kept (the sort is stable).
-        return .success(frames.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element))
+        return .success(
+            frames.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element))
     }
 
     private struct Axis {
@@ -74,7 +75,8 @@ enum LibinputRecording {
     private static func deviceFrames(_ device: [String: Any], index: Int, output: Configuration.Output)
         -> Result<[Frame], Problem>
     {
-        guard let evdev = device["evdev"] as? [String: Any], let absinfo = evdev["absinfo"] as? [AnyHashable: Any] else {
+        guard let evdev = device["evdev"] as? [String: Any], let absinfo = evdev["absinfo"] as? [AnyHashable: Any]
+        else {
             return .success([])
         }
         func axis(_ code: Int) -> Axis? {
@@ -158,8 +160,11 @@ enum LibinputRecording {
                         let contact = contactBase + slot
                         let location = state.x.flatMap { x in
                             state.y.flatMap { y -> Point? in
-                                guard let nx = CoordinateMapper.normalise(x, minimum: xAxis.minimum, maximum: xAxis.maximum),
-                                    let ny = CoordinateMapper.normalise(y, minimum: yAxis.minimum, maximum: yAxis.maximum)
+                                guard
+                                    let nx = CoordinateMapper.normalise(
+                                        x, minimum: xAxis.minimum, maximum: xAxis.maximum),
+                                    let ny = CoordinateMapper.normalise(
+                                        y, minimum: yAxis.minimum, maximum: yAxis.maximum)
                                 else { return nil }
                                 return mapper.map(x: nx, y: ny)
                             }

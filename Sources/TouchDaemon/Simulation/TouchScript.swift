@@ -28,13 +28,16 @@ enum TouchScript {
                 return .failure(Problem(line: line, message: "expected TIME_MS down|move|up|cancel CONTACT [X Y]"))
             }
             guard let time = UInt64(fields[0]), time <= maximumTime else {
-                return .failure(Problem(line: line, message: "'\(fields[0])' is not a time in milliseconds (0…\(maximumTime))"))
+                return .failure(
+                    Problem(line: line, message: "'\(fields[0])' is not a time in milliseconds (0…\(maximumTime))"))
             }
             guard time >= lastTime else {
-                return .failure(Problem(line: line, message: "time \(time) ms is earlier than the previous line's \(lastTime) ms"))
+                return .failure(
+                    Problem(line: line, message: "time \(time) ms is earlier than the previous line's \(lastTime) ms"))
             }
             guard let contact = Int(fields[2]), (0...maximumContact).contains(contact) else {
-                return .failure(Problem(line: line, message: "'\(fields[2])' is not a contact number (0…\(maximumContact))"))
+                return .failure(
+                    Problem(line: line, message: "'\(fields[2])' is not a contact number (0…\(maximumContact))"))
             }
             let phase: ContactSample.Phase
             switch fields[1] {
