@@ -7,7 +7,7 @@ struct Check: ParsableCommand {
         abstract: "Validate a configuration file and summarise it.",
         discussion: """
             Exits 0 and prints a summary when the file is valid. Otherwise exits 78 (EX_CONFIG) and prints every \
-            problem on standard error, one per line, as PATH:LINE:COLUMN: error: MESSAGE, or as \
+            problem on standard error, one per line, as PATH:LINE:COLUMN: error: KEY.PATH: MESSAGE, or as \
             PATH: error: KEY.PATH: MESSAGE when the position is not known.
             """
     )

@@ -178,6 +178,12 @@ private struct Decoder {
                 gestures.append(gesture)
             }
         }
+        checkFailureCycles(
+            gestures,
+            tables: Dictionary(
+                zip(gestureIDs, gestureTables).compactMap { id, table in
+                    id.map { ($0, table) }
+                }, uniquingKeysWith: { first, _ in first }))
         root.finish()
 
         guard let output, let tracking else { return nil }
@@ -239,8 +245,18 @@ private struct Decoder {
         if let regionTable = table.table("region") {
             region = decodeRect(regionTable, bounds: bounds)
             regionTable.finish()
+            if let area = region,
+                area.minX < bounds.minX || area.minY < bounds.minY || area.maxX > bounds.maxX
+                    || area.maxY > bounds.maxY
+            {
+                table.report("region", "the region must lie inside the output (a device covers part of the screen)")
+                region = nil
+            }
         }
-        if name == nil && vendor == nil && product == nil && path == nil {
+        // Presence, not validity: a matcher with a bad value has its own problem already.
+        if !["match_name", "match_vendor", "match_product", "match_path"].contains(where: {
+            table.table.contains(key: $0)
+        }) {
             table.reportTable(
                 "a device entry needs at least one of match_name, match_vendor, match_product, match_path")
             return nil
@@ -252,7 +268,9 @@ private struct Decoder {
         guard let value = table.value(key) else { return nil }
         if let string = value.string {
             let digits = string.hasPrefix("0x") || string.hasPrefix("0X") ? String(string.dropFirst(2)) : string
-            if digits.count <= 4, let number = Int(digits, radix: 16) { return number }
+            if (1...4).contains(digits.count), digits.allSatisfy(\.isHexDigit), let number = Int(digits, radix: 16) {
+                return number
+            }
             table.report(key, "'\(string)' is not a 16-bit hexadecimal id (like \"0x222a\")")
             return nil
         }
@@ -485,6 +503,26 @@ private struct Decoder {
         }
     }
 
+    /// `requires_failure_of` must not loop: a recognizer that waits for itself, even through others,
+    /// would never recognize.
+    private func checkFailureCycles(_ gestures: [Configuration.Gesture], tables: [String: TableReader]) {
+        let waits = Dictionary(gestures.map { ($0.id, $0.requiresFailureOf) }, uniquingKeysWith: { first, _ in first })
+        for gesture in gestures {
+            // Depth-first from this gesture; report when a path comes back to it.
+            var stack: [[String]] = waits[gesture.id, default: []].map { [gesture.id, $0] }
+            var visited: Set<String> = []
+            while let path = stack.popLast(), let last = path.last {
+                if last == gesture.id {
+                    tables[gesture.id]?.report(
+                        "requires_failure_of", "requires_failure_of cycle: \(path.joined(separator: " → "))")
+                    break
+                }
+                guard visited.insert(last).inserted else { continue }
+                stack += waits[last, default: []].map { path + [$0] }
+            }
+        }
+    }
+
     // MARK: - Groups, controls, gestures
 
     private func decodeGroup(
@@ -504,6 +542,11 @@ private struct Decoder {
         targets: [String: Configuration.TargetDefinition], applicationEvents: [String: Control.Event]
     ) -> Control? {
         defer { table.finish() }
+        let kindIsValid =
+            !table.table.contains(key: "kind")
+            || table.string("kind").map {
+                ["button", "toggle", "slider", "segmented"].contains($0)
+            } == true
         let kindName = table.choice("kind", ["button", "toggle", "slider", "segmented"]) ?? "button"
         let parent = checkParent(table, groups: groups)
         let target = checkTargetName(table.string("target"), in: table, key: "target", targets: targets)
@@ -550,6 +593,8 @@ private struct Decoder {
             if let count {
                 value = table.integer("value", in: 0...(count - 1)).map(Double.init)
                 kind = .segmented(Control.Segmented(count: count, axis: axis))
+            } else {
+                _ = table.value("value")  // not checkable without a valid count; the count's problem is reported
             }
         case "toggle":
             kind = .toggle
@@ -559,7 +604,8 @@ private struct Decoder {
         for key in sliderKeys + axisKeys + segmentedKeys + valueKeys
         where !allowed.contains(key) && table.table.contains(key: key) {
             _ = table.value(key)
-            table.report(key, "'\(key)' does not apply to a \(kindName)")
+            // With an invalid kind, only the kind's own problem is reported.
+            if kindIsValid { table.report(key, "'\(key)' does not apply to a \(kindName)") }
         }
 
         var actions = TargetActionTable()
@@ -623,7 +669,8 @@ private struct Decoder {
         let kind = table.choice("kind", Configuration.Gesture.Kind.allCases.map(\.rawValue)).flatMap(
             Configuration.Gesture.Kind.init)
         if kind == nil && !table.table.contains(key: "kind") { table.reportTable("missing required key 'kind'") }
-        let fingers = table.integer("fingers", in: 1...10) ?? 1
+        let fingers = table.integer("fingers", in: 1...10) ?? (kind == .pinch ? 2 : 1)
+        if kind == .pinch, fingers < 2 { table.report("fingers", "a pinch needs at least 2 fingers") }
         let shape = decodeShape(table, bounds: bounds, required: false)
         let parent = checkParent(table, groups: groups)
         var control: String?
@@ -677,13 +724,23 @@ private struct Decoder {
         for action in table.tables("actions", limit: Limits.actionsPerControl) {
             defer { action.finish() }
             let events = action.strings("events", limit: 8, required: true) ?? []
+            if action.table.contains(key: "events"), events.isEmpty {
+                action.report("events", "no events: name at least one of \(GestureEvents.all.joined(separator: ", "))")
+            }
             for (index, event) in events.enumerated() where !GestureEvents.all.contains(event) {
                 log.report("\(action.keyPath("events"))[\(index)]", unknown("gesture event", event, GestureEvents.all))
             }
             let actionTarget = checkTargetName(action.string("target"), in: action, key: "target", targets: targets)
-            guard let name = action.string("action", required: true), isValidAction(name) else { continue }
+            guard let name = action.string("action", required: true) else { continue }
+            guard isValidAction(name) else {
+                action.report("action", "'\(name)' is not a valid action name: \(actionRule)")
+                continue
+            }
             if let actionTarget, let definition = targets[actionTarget], !definition.respondsTo.contains(name) {
-                action.report("action", "target '\(actionTarget)' does not respond to '\(name)'")
+                action.report(
+                    "action",
+                    "target '\(actionTarget)' does not respond to '\(name)' (its responds_to: \(definition.respondsTo.joined(separator: ", ")))"
+                )
                 continue
             }
             actions.append(Configuration.GestureAction(events: events, target: actionTarget, action: name))
@@ -770,7 +827,13 @@ private struct Decoder {
             vertices.append(Point(x: x, y: y))
         }
         let polygon = Polygon(vertices: vertices)
-        guard polygon.boundingBox.width > 0, polygon.boundingBox.height > 0 else {
+        // Twice the signed area (shoelace): zero for points on one line, whatever their bounding box.
+        var doubleArea = 0.0
+        for (index, vertex) in vertices.enumerated() {
+            let next = vertices[(index + 1) % vertices.count]
+            doubleArea += vertex.x * next.y - next.x * vertex.y
+        }
+        guard doubleArea.isFinite, abs(doubleArea) > 0 else {
             table.report("polygon", "the polygon has no area")
             return nil
         }
@@ -792,10 +855,15 @@ private struct Decoder {
         let reach = ConfigurationLoader.Limits.coordinateReach * length
         var number: Double?
         if let string = value.string {
-            guard string.hasSuffix("%"), let percent = Double(string.dropLast()), percent.isFinite,
-                (-400...500).contains(percent)
-            else {
+            guard string.hasSuffix("%"), let percent = Double(string.dropLast()), percent.isFinite else {
                 log.report(path, "'\(string)' is not a percentage like \"25%\" (or give pixels as a number)")
+                return nil
+            }
+            // The same reach as pixels: at most `coordinateReach` output sizes.
+            let limit = ConfigurationLoader.Limits.coordinateReach * 100
+            guard (-limit...limit).contains(percent) else {
+                log.report(
+                    path, "\(string) is out of range -\(TableReader.format(limit))%…\(TableReader.format(limit))%")
                 return nil
             }
             number = percent / 100 * length

@@ -15,8 +15,9 @@ struct ConfigurationProblem: Error, Hashable, Sendable, CustomStringConvertible 
         self.message = message
     }
 
-    /// The line `touchd check` prints: `PATH:LINE:COLUMN: error: MESSAGE` when the position is
-    /// known, else `PATH: error: KEY.PATH: MESSAGE`.
+    /// The line `touchd check` prints: `PATH:LINE:COLUMN: error: KEY.PATH: MESSAGE` when the
+    /// position is known (without `KEY.PATH: ` for a problem of the whole file, such as a syntax
+    /// error), else `PATH: error: KEY.PATH: MESSAGE`.
     func formatted(path: String) -> String {
         if let line {
             let keyPart = keyPath.map { "\($0): " } ?? ""
