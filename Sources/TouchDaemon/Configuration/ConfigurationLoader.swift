@@ -612,20 +612,7 @@ private struct Decoder {
         for action in table.tables("actions", limit: Limits.actionsPerControl) {
             defer { action.finish() }
             let events = decodeEvents(action, applicationEvents: applicationEvents)
-            let actionTarget = checkTargetName(action.string("target"), in: action, key: "target", targets: targets)
-            guard let name = action.string("action", required: true) else { continue }
-            guard isValidAction(name) else {
-                action.report("action", "'\(name)' is not a valid action name: \(actionRule)")
-                continue
-            }
-            if let actionTarget, let definition = targets[actionTarget], !definition.respondsTo.contains(name) {
-                action.report(
-                    "action",
-                    "target '\(actionTarget)' does not respond to '\(name)' (its responds_to: \(definition.respondsTo.joined(separator: ", ")))"
-                )
-                continue
-            }
-            if action.contains("target"), actionTarget == nil { continue }
+            guard let (actionTarget, name) = decodeActionTarget(action, targets: targets) else { continue }
             if let events {
                 actions.add(target: TargetSlot(actionTarget), action: name, for: events)
             }
@@ -636,6 +623,28 @@ private struct Decoder {
             id: id, kind: kind, shape: shape, parent: parent, z: z, isEnabled: enabled, isSelected: selected,
             value: value, dragOutset: dragOutset, repeatInterval: repeatInterval, repeatSlop: repeatSlop,
             target: target, actions: actions)
+    }
+
+    /// An action entry's `target` (nil: the responder chain) and `action`, shared by control and
+    /// gesture actions; nil after reporting when either is wrong, including an explicit target that
+    /// does not respond to the action (UIKit would crash at run time; touchd refuses at load time).
+    private func decodeActionTarget(
+        _ action: TableReader, targets: [String: Configuration.TargetDefinition]
+    ) -> (target: String?, action: String)? {
+        let targetName = action.string("target")
+        let target = checkTargetName(targetName, in: action, key: "target", targets: targets)
+        guard let name = action.string("action", required: true) else { return nil }
+        guard isValidAction(name) else {
+            action.report("action", "'\(name)' is not a valid action name: \(actionRule)")
+            return nil
+        }
+        if let target, let definition = targets[target], !definition.respondsTo.contains(name) {
+            let respondsTo = definition.respondsTo.joined(separator: ", ")
+            action.report("action", "target '\(target)' does not respond to '\(name)' (its responds_to: \(respondsTo))")
+            return nil
+        }
+        guard targetName == nil || target != nil else { return nil }
+        return (target, name)
     }
 
     /// An action's `events`: UIKit event or mask names and the configuration's application events.
@@ -730,19 +739,7 @@ private struct Decoder {
             for (index, event) in events.enumerated() where !GestureEvents.all.contains(event) {
                 log.report("\(action.keyPath("events"))[\(index)]", unknown("gesture event", event, GestureEvents.all))
             }
-            let actionTarget = checkTargetName(action.string("target"), in: action, key: "target", targets: targets)
-            guard let name = action.string("action", required: true) else { continue }
-            guard isValidAction(name) else {
-                action.report("action", "'\(name)' is not a valid action name: \(actionRule)")
-                continue
-            }
-            if let actionTarget, let definition = targets[actionTarget], !definition.respondsTo.contains(name) {
-                action.report(
-                    "action",
-                    "target '\(actionTarget)' does not respond to '\(name)' (its responds_to: \(definition.respondsTo.joined(separator: ", ")))"
-                )
-                continue
-            }
+            guard let (actionTarget, name) = decodeActionTarget(action, targets: targets) else { continue }
             actions.append(Configuration.GestureAction(events: events, target: actionTarget, action: name))
         }
         guard let id, let kind else { return nil }
