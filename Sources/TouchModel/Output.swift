@@ -163,11 +163,4 @@ public struct Output: Hashable, Sendable {
             if case .action(let action) = $0 { action } else { nil }
         }
     }
-
-    /// Appends another output's entries and diagnostics and keeps the later deadline information.
-    public mutating func append(_ other: Output) {
-        entries.append(contentsOf: other.entries)
-        diagnostics.append(contentsOf: other.diagnostics)
-        nextDeadline = other.nextDeadline
-    }
 }

@@ -127,12 +127,9 @@ private struct Decoder {
                 groups.append(group)
             }
         }
-        checkGroupCycles(
-            groups,
-            tables: Dictionary(
-                zip(groupIDs, groupTables).compactMap { id, table in
-                    id.map { ($0, table) }
-                }, uniquingKeysWith: { first, _ in first }))
+        reportCycles(
+            groups.map { ($0.id, $0.parent.map { [$0] } ?? []) }, key: "parent",
+            tables: tablesByID(groupIDs, groupTables))
 
         var screens: [Screen] = []
         var initialScreen: Int?
@@ -178,12 +175,10 @@ private struct Decoder {
                 gestures.append(gesture)
             }
         }
-        checkFailureCycles(
-            gestures,
-            tables: Dictionary(
-                zip(gestureIDs, gestureTables).compactMap { id, table in
-                    id.map { ($0, table) }
-                }, uniquingKeysWith: { first, _ in first }))
+        // A recognizer that waits for itself, even through others, would never recognize.
+        reportCycles(
+            gestures.map { ($0.id, $0.requiresFailureOf) }, key: "requires_failure_of",
+            tables: tablesByID(gestureIDs, gestureTables))
         root.finish()
 
         guard let output, let tracking else { return nil }
@@ -486,41 +481,30 @@ private struct Decoder {
         return parent
     }
 
-    private func checkGroupCycles(_ groups: [Group], tables: [String: TableReader]) {
-        let parents = Dictionary(groups.map { ($0.id, $0.parent) }, uniquingKeysWith: { first, _ in first })
-        for group in groups {
-            var seen: [String] = [group.id]
-            var next = group.parent
-            while let id = next {
-                if id == group.id {
-                    tables[group.id]?.report("parent", "parent cycle: \((seen + [id]).joined(separator: " → "))")
+    /// Reports, at `key` of each member, every cycle in a "depends on" relation (a group's parent,
+    /// a gesture's requires_failure_of): `KEY cycle: a → b → a`. Depth-first from each id; an id
+    /// that only leads into a cycle further on is not a member and is not reported.
+    private func reportCycles(_ edges: [(id: String, next: [String])], key: String, tables: [String: TableReader]) {
+        let next = Dictionary(edges, uniquingKeysWith: { first, _ in first })
+        for (id, successors) in edges {
+            var stack: [[String]] = successors.map { [id, $0] }
+            var visited: Set<String> = []
+            while let path = stack.popLast(), let last = path.last {
+                if last == id {
+                    tables[id]?.report(key, "\(key) cycle: \(path.joined(separator: " → "))")
                     break
                 }
-                if seen.contains(id) { break }  // a cycle further up, reported at its own members
-                seen.append(id)
-                next = parents[id] ?? nil
+                guard visited.insert(last).inserted else { continue }
+                stack += next[last, default: []].map { path + [$0] }
             }
         }
     }
 
-    /// `requires_failure_of` must not loop: a recognizer that waits for itself, even through others,
-    /// would never recognize.
-    private func checkFailureCycles(_ gestures: [Configuration.Gesture], tables: [String: TableReader]) {
-        let waits = Dictionary(gestures.map { ($0.id, $0.requiresFailureOf) }, uniquingKeysWith: { first, _ in first })
-        for gesture in gestures {
-            // Depth-first from this gesture; report when a path comes back to it.
-            var stack: [[String]] = waits[gesture.id, default: []].map { [gesture.id, $0] }
-            var visited: Set<String> = []
-            while let path = stack.popLast(), let last = path.last {
-                if last == gesture.id {
-                    tables[gesture.id]?.report(
-                        "requires_failure_of", "requires_failure_of cycle: \(path.joined(separator: " → "))")
-                    break
-                }
-                guard visited.insert(last).inserted else { continue }
-                stack += waits[last, default: []].map { path + [$0] }
-            }
-        }
+    /// The tables of the entries whose id was declared, by id.
+    private func tablesByID(_ ids: [String?], _ tables: [TableReader]) -> [String: TableReader] {
+        Dictionary(
+            zip(ids, tables).compactMap { id, table in id.map { ($0, table) } }, uniquingKeysWith: { first, _ in first }
+        )
     }
 
     // MARK: - Groups, controls, gestures
