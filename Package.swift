@@ -8,12 +8,14 @@ let package = Package(
     name: "touchd",
     products: [
         .executable(name: "touchd", targets: ["TouchDaemon"]),
+        .executable(name: "touchd-e2e", targets: ["TouchdEndToEnd"]),
         .library(name: "TouchModel", targets: ["TouchModel"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // libinput, libudev and libevdev through one module map; only Sources/TouchDaemon/Input imports it.
@@ -37,7 +39,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        // The end-to-end driver: runs inside the test VM (scripts/vm), creates a uinput touchscreen, runs touchd and
+        // checks what reaches a socket target. Not installed; only the end-to-end test uses it.
+        .executableTarget(
+            name: "TouchdEndToEnd",
+            dependencies: ["CLibinput"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -50,6 +60,11 @@ let package = Package(
             name: "TouchDaemonTests",
             dependencies: ["TouchDaemon"],
             resources: [.copy("BrokenConfigs"), .copy("Golden")],
+            swiftSettings: strict
+        ),
+        // Boots the test VM (scripts/vm) and runs touchd-e2e in it against the freshly built touchd.
+        .testTarget(
+            name: "EndToEndTests",
             swiftSettings: strict
         ),
     ],
