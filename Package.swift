@@ -24,6 +24,8 @@ let package = Package(
             pkgConfig: "libinput libudev libevdev",
             providers: [.apt(["libinput-dev", "libudev-dev", "libevdev-dev"])]
         ),
+        // signalfd and eventfd, which Swift's Glibc module leaves out.
+        .systemLibrary(name: "CLinux"),
         // The pure model: the Swift standard library only, time passed in, no I/O.
         // Floating-point rounding needs libm, which nothing else pulls in for a program that links only the model.
         .target(
@@ -36,6 +38,7 @@ let package = Package(
             dependencies: [
                 "TouchModel",
                 "CLibinput",
+                "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Yams", package: "Yams"),

@@ -1,0 +1,231 @@
+import CLibinput
+import Glibc
+import Logging
+import Synchronization
+
+/// Why the input layer could not start.
+struct InputError: Error, CustomStringConvertible, Sendable {
+    var description: String
+}
+
+/// Owns libinput's udev context for one seat: the only place in touchd that holds libinput or udev pointers.
+///
+/// Ownership rules (see house-style.md): the `libinput_interface` lives for the whole process because libinput keeps
+/// the pointer; this class unrefs the context and every device it holds in `deinit`; device facts are copied into
+/// ``DeviceInfo`` values at DEVICE_ADDED; each event is decoded and destroyed inside ``dispatch()``; contacts are keyed
+/// by seat slot; libinput's fd is never closed here (libinput owns it); devices are opened read-only and never grabbed.
+///
+/// Not thread-safe: one thread (touchd's input thread) creates it, dispatches it and lets it go.
+final class LibinputContext {
+    private let udev: OpaquePointer
+    private let libinput: OpaquePointer
+    private let relay: LogRelay
+    /// The devices libinput announced and has not removed yet, each holding one reference.
+    private var devices: [OpaquePointer: DeviceInfo] = [:]
+    private var nextDeviceID = 1
+
+    /// The seat whose devices this context reads.
+    let seat: String
+
+    /// libinput's epoll fd: readable when `dispatch()` has work. Owned by libinput.
+    var fileDescriptor: Int32 { libinput_get_fd(libinput) }
+
+    /// Messages libinput logged that say events were lost or handled late (SYN_DROPPED, "lagging behind").
+    var lostEventWarnings: Int { relay.lostEventWarnings.load(ordering: .relaxed) }
+
+    /// Creates the context and assigns the seat. libinput adds the seat's current devices at once; they arrive as
+    /// ``InputEvent/deviceAdded(_:)`` from the first ``dispatch()``.
+    init(seat: String, logger: Logger) throws(InputError) {
+        guard let udev = udev_new() else {
+            throw InputError(description: "cannot create a udev context: \(Self.errnoText())")
+        }
+        let relay = LogRelay(logger: logger)
+        guard let libinput = libinput_udev_create_context(libinputInterface, nil, udev) else {
+            udev_unref(udev)
+            throw InputError(description: "cannot create a libinput context")
+        }
+        self.udev = udev
+        self.libinput = libinput
+        self.relay = relay
+        self.seat = seat
+        // libinput calls the log handler with the context; the relay is found through its user data. The relay lives
+        // as long as this object, which outlives the context (unref'd in deinit).
+        libinput_set_user_data(libinput, Unmanaged.passUnretained(relay).toOpaque())
+        libinput_log_set_priority(libinput, LIBINPUT_LOG_PRIORITY_INFO)
+        libinput_log_set_handler(libinput, libinputLogHandler)
+        guard libinput_udev_assign_seat(libinput, seat) == 0 else {
+            // deinit is not run for a failed initialiser once every stored property is set, so release here.
+            libinput_unref(libinput)
+            udev_unref(udev)
+            throw InputError(description: "cannot assign seat \(seat) (is systemd-udevd running?)")
+        }
+    }
+
+    deinit {
+        for device in devices.keys { libinput_device_unref(device) }
+        libinput_unref(libinput)
+        udev_unref(udev)
+    }
+
+    /// Reads what the kernel has for libinput and returns the decoded events, in order. Never blocks.
+    func dispatch() -> [InputEvent] {
+        if libinput_dispatch(libinput) != 0 {
+            relay.logger.warning("libinput_dispatch failed", metadata: ["errno": "\(Self.errnoText())"])
+        }
+        var events: [InputEvent] = []
+        while let event = libinput_get_event(libinput) {
+            defer { libinput_event_destroy(event) }
+            if let decoded = decode(event) { events.append(decoded) }
+        }
+        return events
+    }
+
+    private func decode(_ event: OpaquePointer) -> InputEvent? {
+        let type = libinput_event_get_type(event)
+        guard let device = libinput_event_get_device(event) else { return nil }
+        switch type {
+        case LIBINPUT_EVENT_DEVICE_ADDED:
+            let info = describe(device)
+            libinput_device_ref(device)
+            devices[device] = info
+            if !info.isTouchscreen {
+                // Keyboards and mice on the seat are none of touchd's business: libinput stops reading them (it
+                // closes them where it can) instead of decoding events that would be thrown away.
+                _ = libinput_device_config_send_events_set_mode(
+                    device, UInt32(LIBINPUT_CONFIG_SEND_EVENTS_DISABLED.rawValue))
+            }
+            return .deviceAdded(info)
+        case LIBINPUT_EVENT_DEVICE_REMOVED:
+            guard let info = devices.removeValue(forKey: device) else { return nil }
+            libinput_device_unref(device)
+            return .deviceRemoved(id: info.id)
+        case LIBINPUT_EVENT_TOUCH_DOWN, LIBINPUT_EVENT_TOUCH_MOTION, LIBINPUT_EVENT_TOUCH_UP,
+            LIBINPUT_EVENT_TOUCH_CANCEL, LIBINPUT_EVENT_TOUCH_FRAME:
+            guard let info = devices[device], let touch = libinput_event_get_touch_event(event) else { return nil }
+            return .touch(decodeTouch(touch, type: type, device: info.id))
+        default:
+            return nil
+        }
+    }
+
+    private func decodeTouch(_ touch: OpaquePointer, type: libinput_event_type, device: Int) -> TouchEvent {
+        let time = libinput_event_touch_get_time_usec(touch)
+        let kind: TouchEvent.Kind
+        switch type {
+        case LIBINPUT_EVENT_TOUCH_DOWN: kind = .down
+        case LIBINPUT_EVENT_TOUCH_MOTION: kind = .motion
+        case LIBINPUT_EVENT_TOUCH_UP: kind = .up
+        case LIBINPUT_EVENT_TOUCH_CANCEL: kind = .cancel
+        default: kind = .frame
+        }
+        var decoded = TouchEvent(device: device, kind: kind, seatSlot: -1, slot: -1, time: time)
+        // libinput allows the slot getters on down, motion, up and cancel only, and the positions on down and motion.
+        guard kind != .frame else { return decoded }
+        decoded.seatSlot = Int(libinput_event_touch_get_seat_slot(touch))
+        decoded.slot = Int(libinput_event_touch_get_slot(touch))
+        if kind == .down || kind == .motion {
+            // Scaled to a width of 1: (value − minimum) / (maximum − minimum + 1), after libinput's own calibration.
+            decoded.x = libinput_event_touch_get_x_transformed(touch, 1)
+            decoded.y = libinput_event_touch_get_y_transformed(touch, 1)
+        }
+        return decoded
+    }
+
+    private func describe(_ device: OpaquePointer) -> DeviceInfo {
+        var width = 0.0
+        var height = 0.0
+        let hasSize = libinput_device_get_size(device, &width, &height) == 0
+        let isTouchscreen = libinput_device_has_capability(device, LIBINPUT_DEVICE_CAP_TOUCH) != 0
+        let touchCount = isTouchscreen ? max(0, Int(libinput_device_touch_get_touch_count(device))) : 0
+        var devnode: String?
+        var links: [String] = []
+        if let udevDevice = libinput_device_get_udev_device(device) {
+            defer { udev_device_unref(udevDevice) }
+            devnode = udev_device_get_devnode(udevDevice).map { String(cString: $0) }
+            var entry = udev_device_get_devlinks_list_entry(udevDevice)
+            while let current = entry {
+                if let name = udev_list_entry_get_name(current) { links.append(String(cString: name)) }
+                entry = udev_list_entry_get_next(current)
+            }
+            if let idPath = udev_device_get_property_value(udevDevice, "ID_PATH") {
+                links.append(String(cString: idPath))
+            }
+        }
+        defer { nextDeviceID += 1 }
+        return DeviceInfo(
+            id: nextDeviceID,
+            name: String(cString: libinput_device_get_name(device)),
+            sysname: String(cString: libinput_device_get_sysname(device)),
+            vendor: Int(libinput_device_get_id_vendor(device)),
+            product: Int(libinput_device_get_id_product(device)),
+            widthMillimetres: hasSize ? width : nil,
+            heightMillimetres: hasSize ? height : nil,
+            devnode: devnode,
+            links: links,
+            isTouchscreen: isTouchscreen,
+            touchCount: touchCount
+        )
+    }
+
+    static func errnoText(_ code: Int32 = errno) -> String {
+        String(cString: strerror(code))
+    }
+}
+
+/// Carries libinput's log messages into touchd's log. Reached from libinput's C callback through the context's user
+/// data, on the thread that called into libinput.
+private final class LogRelay: Sendable {
+    let logger: Logger
+    let lostEventWarnings = Atomic<Int>(0)
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func log(priority: libinput_log_priority, message: String) {
+        let text = message.hasSuffix("\n") ? String(message.dropLast()) : message
+        // SYN_DROPPED and "event processing lagging behind" mean contacts may have been lost or delayed.
+        if text.contains("SYN_DROPPED") || text.contains("lagging behind") {
+            lostEventWarnings.add(1, ordering: .relaxed)
+        }
+        let level: Logger.Level
+        switch priority {
+        case LIBINPUT_LOG_PRIORITY_ERROR: level = .error
+        case LIBINPUT_LOG_PRIORITY_INFO: level = .info
+        default: level = .debug
+        }
+        logger.log(level: level, "libinput: \(text)")
+    }
+}
+
+/// The open and close callbacks libinput calls for each device node. libinput keeps the pointer for the life of the
+/// context, so the struct is allocated once and never freed.
+///
+/// `nonisolated(unsafe)`: written once at initialisation and only read afterwards (by libinput, on the input thread).
+private nonisolated(unsafe) let libinputInterface: UnsafeMutablePointer<libinput_interface> = {
+    let interface = UnsafeMutablePointer<libinput_interface>.allocate(capacity: 1)
+    interface.initialize(
+        to: libinput_interface(
+            open_restricted: { path, _, _ in
+                // libinput asks for O_RDWR; touchd only reads, so a read-only open is enough (and lets systemd's
+                // DeviceAllow=char-input r work). Never EVIOCGRAB: the kiosk's compositor needs the same events.
+                guard let path else { return -EINVAL }
+                let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+                return fd < 0 ? -errno : fd
+            },
+            close_restricted: { fd, _ in
+                close(fd)
+            }
+        ))
+    return interface
+}()
+
+/// libinput's log handler: formats the message and hands it to the context's relay.
+private let libinputLogHandler: libinput_log_handler = { libinput, priority, format, arguments in
+    guard let libinput, let format, let arguments, let userData = libinput_get_user_data(libinput) else { return }
+    let relay = Unmanaged<LogRelay>.fromOpaque(userData).takeUnretainedValue()
+    var buffer = [CChar](repeating: 0, count: 1024)
+    let length = vsnprintf(&buffer, buffer.count, format, arguments)
+    guard length >= 0 else { return }
+    relay.log(priority: priority, message: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+}

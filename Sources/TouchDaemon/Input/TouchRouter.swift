@@ -1,0 +1,177 @@
+import Glibc
+import TouchModel
+
+/// Turns decoded libinput events into the model's frames: decides which devices are used (touchscreens that pass the
+/// `[[device]]` allow-list), maps their positions onto the output, keys contacts by seat slot, batches samples until
+/// the device's TOUCH_FRAME, and cancels a removed device's contacts. Pure: time is passed in, nothing is read.
+struct TouchRouter {
+    /// What happened, for the daemon to log, count and feed to the scene.
+    enum Note: Hashable, Sendable {
+        /// A frame for the scene; `device` is the touchscreen it came from.
+        case frame(Frame, device: DeviceInfo)
+        /// A touchscreen that will be used.
+        case accepted(DeviceInfo)
+        /// A device that will not be used, and why.
+        case ignored(DeviceInfo, reason: String)
+        /// A device went away. Its contacts, if any were down, arrive as a frame of cancellations just before.
+        case removed(DeviceInfo, wasUsed: Bool)
+    }
+
+    private var output: Configuration.Output
+    private var allowList: [Configuration.DeviceMatch]
+    /// Every device libinput announced and has not removed, used or not.
+    private var known: [Int: DeviceInfo] = [:]
+    /// The used touchscreens and where each lands on the output.
+    private var mappers: [Int: CoordinateMapper] = [:]
+    /// Samples of each device waiting for its TOUCH_FRAME.
+    private var pending: [Int: [ContactSample]] = [:]
+    /// Contacts that are down: seat slot → device.
+    private var active: [ContactID: Int] = [:]
+    /// Contacts still down that the scene no longer knows (their device stopped being used or the configuration was
+    /// reloaded). Their events are dropped until they lift, so a reload never produces touches that began nowhere.
+    private var orphaned: Set<ContactID> = []
+    /// Touch events dropped because their device is not used or their contact was orphaned.
+    private(set) var droppedEvents = 0
+
+    init(output: Configuration.Output, allowList: [Configuration.DeviceMatch]) {
+        self.output = output
+        self.allowList = allowList
+    }
+
+    /// The touchscreens in use, in the order they were added.
+    var touchscreens: [DeviceInfo] {
+        mappers.keys.sorted().compactMap { known[$0] }
+    }
+
+    /// The contacts that are down and known to the scene.
+    var activeContacts: [ContactID] {
+        active.keys.filter { !orphaned.contains($0) }.sorted()
+    }
+
+    mutating func handle(_ event: InputEvent, now: UInt64) -> [Note] {
+        switch event {
+        case .deviceAdded(let info):
+            known[info.id] = info
+            return [evaluate(info)]
+        case .deviceRemoved(let id):
+            guard let info = known.removeValue(forKey: id) else { return [] }
+            var notes: [Note] = []
+            let wasUsed = mappers.removeValue(forKey: id) != nil
+            pending[id] = nil
+            let left = active.filter { $0.value == id }.map(\.key).sorted()
+            var cancellations: [ContactSample] = []
+            for contact in left {
+                active[contact] = nil
+                if orphaned.remove(contact) == nil { cancellations.append(.cancelled(contact)) }
+            }
+            if !cancellations.isEmpty {
+                notes.append(.frame(Frame(time: Instant(microseconds: now), samples: cancellations), device: info))
+            }
+            notes.append(.removed(info, wasUsed: wasUsed))
+            return notes
+        case .touch(let touch):
+            return handle(touch)
+        }
+    }
+
+    /// Applies a new configuration: the allow-list and mapping are re-evaluated for every known device, and every
+    /// contact that is down becomes orphaned (the caller cancels them in the old scene first: see ``activeContacts``).
+    mutating func reconfigure(output: Configuration.Output, allowList: [Configuration.DeviceMatch]) -> [Note] {
+        self.output = output
+        self.allowList = allowList
+        orphaned.formUnion(active.keys)
+        pending = [:]
+        let before = Set(mappers.keys)
+        mappers = [:]
+        var notes: [Note] = []
+        for id in known.keys.sorted() {
+            let note = evaluate(known[id]!)
+            // Only changes are worth reporting after a reload.
+            if case .accepted = note, before.contains(id) { continue }
+            if case .ignored = note, !before.contains(id) { continue }
+            notes.append(note)
+        }
+        return notes
+    }
+
+    private mutating func evaluate(_ info: DeviceInfo) -> Note {
+        guard info.isTouchscreen else { return .ignored(info, reason: "not a touchscreen") }
+        let match: Configuration.DeviceMatch?
+        if allowList.isEmpty {
+            match = nil
+        } else {
+            guard let first = allowList.first(where: { $0.matches(info) }) else {
+                return .ignored(info, reason: "no [[device]] entry matches it")
+            }
+            match = first
+        }
+        mappers[info.id] = CoordinateMapper(output: output, region: match?.region)
+        return .accepted(info)
+    }
+
+    private mutating func handle(_ touch: TouchEvent) -> [Note] {
+        guard let mapper = mappers[touch.device] else {
+            droppedEvents &+= 1
+            return []
+        }
+        let contact = touch.seatSlot
+        switch touch.kind {
+        case .frame:
+            guard let samples = pending.removeValue(forKey: touch.device), !samples.isEmpty,
+                let info = known[touch.device]
+            else { return [] }
+            return [.frame(Frame(time: Instant(microseconds: touch.time), samples: samples), device: info)]
+        case .down:
+            orphaned.remove(contact)
+            active[contact] = touch.device
+            append(.began(contact, at: position(touch, mapper)), for: touch.device)
+        case .motion:
+            guard !isOrphaned(contact) else { return [] }
+            append(.moved(contact, to: position(touch, mapper)), for: touch.device)
+        case .up, .cancel:
+            let wasOrphaned = isOrphaned(contact)
+            active[contact] = nil
+            orphaned.remove(contact)
+            guard !wasOrphaned else { return [] }
+            append(touch.kind == .up ? .ended(contact) : .cancelled(contact), for: touch.device)
+        }
+        return []
+    }
+
+    private mutating func isOrphaned(_ contact: ContactID) -> Bool {
+        guard orphaned.contains(contact) else { return false }
+        droppedEvents &+= 1
+        return true
+    }
+
+    private mutating func append(_ sample: ContactSample, for device: Int) {
+        pending[device, default: []].append(sample)
+    }
+
+    /// The output position, or a point the scene rejects as invalid when libinput gave no finite position.
+    private func position(_ touch: TouchEvent, _ mapper: CoordinateMapper) -> Point {
+        guard let x = touch.x, let y = touch.y, let point = mapper.map(x: x, y: y) else {
+            return Point(x: .nan, y: .nan)
+        }
+        return point
+    }
+}
+
+extension Configuration.DeviceMatch {
+    /// Whether every matcher this entry gives matches the device. Names and paths are shell globs (`fnmatch`);
+    /// a path matches the device node, any of its udev symlinks (`/dev/input/by-path/…`) or its `ID_PATH`.
+    func matches(_ device: DeviceInfo) -> Bool {
+        if let name, !Self.glob(name, matches: device.name) { return false }
+        if let vendor, vendor != device.vendor { return false }
+        if let product, product != device.product { return false }
+        if let path {
+            let candidates = (device.devnode.map { [$0] } ?? []) + device.links
+            guard candidates.contains(where: { Self.glob(path, matches: $0) }) else { return false }
+        }
+        return true
+    }
+
+    static func glob(_ pattern: String, matches text: String) -> Bool {
+        fnmatch(pattern, text, 0) == 0
+    }
+}
