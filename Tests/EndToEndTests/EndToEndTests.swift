@@ -1,1 +1,81 @@
-// The end-to-end test with real kernel input lands here with the VM harness (scripts/vm).
+import Foundation
+import Testing
+
+/// The end-to-end test with real kernel input: boots the test VM (scripts/vm/run, see scripts/vm/README.md), which has
+/// /dev/uinput and udevd, and runs the driver `touchd-e2e` in it against the freshly built `touchd`. The driver creates
+/// a uinput touchscreen, runs the daemon and checks what reaches its targets; it exits 0 when every check passed.
+///
+/// The VM needs QEMU and friends from scripts/setup; without them this test fails rather than skips, so that a machine
+/// that cannot run it never looks green. The first run also downloads Debian's kernel into .build/vm (apt-get download).
+@Suite("end to end, in the test VM")
+struct EndToEndTests {
+    /// The package's root directory (this file lives in Tests/EndToEndTests/).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Where scripts/vm/run keeps its kernel, initramfs and console logs (`console.log` links to the newest).
+    static var vmCache: URL {
+        if let path = ProcessInfo.processInfo.environment["TOUCHD_VM_CACHE"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
+        return packageRoot.appendingPathComponent(".build/vm")
+    }
+
+    /// A product of this package: next to the test bundle in the products directory (SwiftPM builds every product
+    /// before it runs tests), else in .build/debug.
+    static func product(_ name: String) throws -> URL {
+        let candidates = [
+            Bundle.main.bundleURL.appendingPathComponent(name),
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name),
+            packageRoot.appendingPathComponent(".build/debug").appendingPathComponent(name),
+        ]
+        let found = candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        return try #require(found, "no \(name) executable in \(candidates.map(\.path)); run swift build")
+    }
+
+    /// Whether `name` is an executable in one of PATH's directories.
+    static func onPath(_ name: String) -> Bool {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").contains { directory in
+            FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)")
+        }
+    }
+
+    /// The newest console log, for failure messages: the target of the `console.log` link, or the link itself.
+    static var consoleLog: String {
+        let link = vmCache.appendingPathComponent("console.log").path
+        return (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) ?? link
+    }
+
+    @Test("touchd-e2e passes against touchd in the VM", .timeLimit(.minutes(20)))
+    func driverPassesInVM() throws {
+        guard Self.onPath("qemu-system-x86_64") else {
+            Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
+            return
+        }
+        let touchd = try Self.product("touchd")
+        let driver = try Self.product("touchd-e2e")
+        let run = Self.packageRoot.appendingPathComponent("scripts/vm/run")
+
+        let process = Process()
+        process.executableURL = run
+        process.arguments = ["--timeout", "900", "--", driver.path, "--touchd", touchd.path]
+        process.currentDirectoryURL = Self.packageRoot
+        process.standardInput = FileHandle.nullDevice
+        // stdout and stderr are this process's own, so the driver's results (latency figures included) and the
+        // harness's messages stream into the test log as they come.
+        // Written unbuffered, so that it comes before the child's output in the log.
+        FileHandle.standardOutput.write(
+            Data("end to end: \(run.path) \(process.arguments!.joined(separator: " "))\n".utf8))
+        try process.run()
+        process.waitUntilExit()
+
+        let status = process.terminationStatus
+        #expect(
+            process.terminationReason == .exit && status == 0,
+            """
+            scripts/vm/run ended with status \(status): see its output above; the guest's console log is \
+            \(Self.consoleLog) (exit status 125 means the VM itself failed: boot failure, panic or timeout)
+            """)
+    }
+}
