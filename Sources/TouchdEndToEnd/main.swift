@@ -16,6 +16,12 @@ if options.help {
 Watchdog.installSignalHandlers()
 Watchdog.start(limit: Limits.global)
 
+if options.selfTest {
+    let status = SelfTest(options: options).run()
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
+}
+
 guard let touchd = options.touchd, access(touchd, X_OK) == 0 else {
     Console.line("touchd-e2e: --touchd \(options.touchd ?? ""): not an executable file: \(describe(errno: errno))")
     exit(2)
