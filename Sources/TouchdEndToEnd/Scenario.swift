@@ -421,6 +421,8 @@ final class Scenario {
             extra.append(
                 "\(match.mismatches.count) mismatch(es): \(match.mismatches.prefix(5).joined(separator: "; "))")
         }
+        // With nothing matched there is nothing to call exact: no unexpected message is no evidence.
+        if match.pairs.isEmpty { extra.insert("no latency message arrived to judge", at: 0) }
         report.record(.latencyTapsExact, extra.isEmpty ? nil : extra.joined(separator: "; "))
         let timeProblems = match.timeProblems
         report.record(
