@@ -1,2 +1,42 @@
-// Placeholder until the end-to-end driver lands.
-print("touchd-e2e: not written yet")
+import Glibc
+
+// touchd-e2e: the end-to-end driver. See Options.usage, and Scenario for the sequence of checks.
+
+let options: Options
+do {
+    options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    Console.line("touchd-e2e: \(error.message)\n\n\(Options.usage)")
+    exit(2)
+}
+if options.help {
+    Console.line(Options.usage)
+    exit(0)
+}
+Watchdog.installSignalHandlers()
+Watchdog.start(limit: Limits.global)
+
+if options.selfTest {
+    let status = SelfTest(options: options).run()
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
+}
+
+guard let touchd = options.touchd, access(touchd, X_OK) == 0 else {
+    Console.line("touchd-e2e: --touchd \(options.touchd ?? ""): not an executable file: \(describe(errno: errno))")
+    exit(2)
+}
+if !options.withoutTouchscreen, let reason = VirtualTouchscreen.unavailableReason() {
+    Console.line("touchd-e2e: SKIP: \(reason)")
+    exit(77)
+}
+let scenario: Scenario
+do {
+    scenario = try Scenario(options: options)
+} catch {
+    Console.line("touchd-e2e: cannot set up: \(error)")
+    exit(1)
+}
+let status = options.withoutTouchscreen ? scenario.runWithoutTouchscreen() : scenario.run()
+runFinished.store(true, ordering: .relaxed)
+exit(status)

@@ -1,0 +1,55 @@
+/// The configurations the driver gives touchd (keys as in docs/configuration.md).
+///
+/// Geometry the checks rely on: a 1000×1000 output; button `a` covers x 100…299, y 100…299 and button `b` covers
+/// x 600…799, y 100…299. The tracking values are written out rather than left to the defaults because the gestures
+/// are laid out against them: "outside" means more than 70 px from a frame, and touchDownRepeat needs a touch-down
+/// within 350 ms of the last tap's lift and within 45 px of it.
+enum TestConfig {
+    static let outputSize = 1000
+    static let dragOutset = 70
+    static let repeatIntervalMilliseconds = 350
+    static let repeatSlop = 45
+    static let targetName = "e2e"
+
+    /// A valid file: `a` sends `actionForA` (first "a", after the second reload "a2"), `b` sends "b".
+    static func valid(socket: String, actionForA: String) -> String {
+        """
+        # Written by touchd-e2e.
+        [output]
+        width = \(outputSize)
+        height = \(outputSize)
+        rotation = 0
+
+        [tracking]
+        drag_outset = \(dragOutset)
+        repeat_interval_ms = \(repeatIntervalMilliseconds)
+        repeat_slop = \(repeatSlop)
+
+        [targets.\(targetName)]
+        socket = "\(socket)"
+        socket_type = "stream"
+        responds_to = ["a", "b", "a2"]
+
+        [[control]]
+        id = "a"
+        kind = "button"
+        frame = { x = 100, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["allTouchEvents"], target = "\(targetName)", action = "\(actionForA)" }]
+
+        [[control]]
+        id = "b"
+        kind = "button"
+        frame = { x = 600, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["allTouchEvents"], target = "\(targetName)", action = "b" }]
+
+        """
+    }
+
+    /// Not TOML at all: an unterminated table header, then a key without a value.
+    static let broken = """
+        # Written by touchd-e2e: deliberately broken, touchd must keep its previous configuration.
+        [output
+        width = = 1000
+
+        """
+}

@@ -1,0 +1,31 @@
+import Synchronization
+
+/// Everything one listener has received, in arrival order. Reader threads append; the scenario reads snapshots from
+/// a cursor (an index it took before acting), so each check looks only at what its own action caused.
+final class Inbox<Element: Sendable>: Sendable {
+    private let items = Mutex<[Element]>([])
+
+    func append(_ element: Element) {
+        items.withLock { $0.append(element) }
+    }
+
+    /// How many elements have arrived: a cursor for the next action.
+    var count: Int { items.withLock { $0.count } }
+
+    /// The elements at and after `cursor`.
+    func since(_ cursor: Int) -> [Element] {
+        items.withLock { Array($0[min(cursor, $0.count)...]) }
+    }
+
+    var all: [Element] { since(0) }
+
+    /// The first element at or after `cursor` that satisfies `condition`, with its index.
+    func first(from cursor: Int, where condition: (Element) -> Bool) -> (index: Int, element: Element)? {
+        items.withLock { items in
+            for index in min(cursor, items.count)..<items.count where condition(items[index]) {
+                return (index, items[index])
+            }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,71 @@
+/// The command line: `touchd-e2e --touchd PATH [--verbose] [--taps N]`, or `touchd-e2e --self-test [--touchd PATH]`.
+struct Options: Equatable {
+    var touchd: String?
+    var verbose = false
+    var taps = 100
+    var selfTest = false
+    var withoutTouchscreen = false
+    var help = false
+
+    static let usage = """
+        usage: touchd-e2e --touchd PATH [--verbose] [--taps N]
+               touchd-e2e --self-test [--touchd PATH] [--verbose]
+               touchd-e2e --without-touchscreen --touchd PATH [--verbose]
+
+        Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
+        root: it runs inside the test VM (scripts/vm/run).
+
+          --touchd PATH  the touchd executable to test
+          --taps N       taps in the latency run (default 100, 1…10000)
+          --verbose      echo touchd's output, the notify datagrams, the target's lines and the frames written
+          --self-test    check the driver's own parts that need no uinput (parsing, statistics, expectations,
+                         sockets, process handling); with --touchd, also `touchd check` on the generated
+                         configurations
+          --without-touchscreen
+                         only the checks that need no uinput device: readiness, the waiting status, both
+                         reloads (notifications only) and the stop; runs anywhere, also without /dev/uinput
+
+        Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error, 77 when /dev/uinput cannot
+        be opened for writing (the test is skipped).
+        """
+
+    /// Parses the arguments (without the program name). Throws a message for the user.
+    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+        var options = Options()
+        var remaining = arguments[...]
+        func value(for flag: String) throws(UsageError) -> String {
+            guard let value = remaining.popFirst(), !value.hasPrefix("--") else {
+                throw UsageError("\(flag) needs a value")
+            }
+            return value
+        }
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--touchd": options.touchd = try value(for: argument)
+            case "--taps":
+                let text = try value(for: argument)
+                guard let taps = Int(text), (1...10000).contains(taps) else {
+                    throw UsageError("--taps takes a whole number from 1 to 10000, not '\(text)'")
+                }
+                options.taps = taps
+            case "--verbose": options.verbose = true
+            case "--self-test": options.selfTest = true
+            case "--without-touchscreen": options.withoutTouchscreen = true
+            case "-h", "--help": options.help = true
+            default: throw UsageError("unknown argument '\(argument)'")
+            }
+        }
+        if options.selfTest, options.withoutTouchscreen {
+            throw UsageError("--self-test and --without-touchscreen are separate runs; give one of them")
+        }
+        if !options.selfTest, !options.help, options.touchd == nil {
+            throw UsageError("--touchd PATH is required (the touchd executable to test)")
+        }
+        return options
+    }
+}
+
+struct UsageError: Error, Equatable {
+    let message: String
+    init(_ message: String) { self.message = message }
+}

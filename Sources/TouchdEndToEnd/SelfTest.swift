@@ -1,0 +1,564 @@
+import Glibc
+
+/// `--self-test`: checks the driver's own parts that need no /dev/uinput — parsing, statistics, expectation
+/// matching, the listeners on real sockets and process handling — so a broken driver shows here, on the build
+/// machine, and not as a mysterious failure in the VM.
+struct SelfTest {
+    let options: Options
+
+    func run() -> Int32 {
+        let results = Results(verbose: options.verbose)
+        statistics(results)
+        notifyParsing(results)
+        targetParsing(results)
+        lineBuffer(results)
+        processingLatency(results)
+        expectations(results)
+        latencyMatching(results)
+        arguments(results)
+        sockets(results)
+        processes(results)
+        configurations(results)
+        Console.line(
+            results.failed == 0
+                ? "self-test: all \(results.passed) checks passed"
+                : "self-test: \(results.failed) of \(results.passed + results.failed) checks failed")
+        return results.failed == 0 ? 0 : 1
+    }
+
+    /// Counts and prints self-test verdicts.
+    final class Results {
+        let verbose: Bool
+        private(set) var passed = 0
+        private(set) var failed = 0
+
+        init(verbose: Bool) { self.verbose = verbose }
+
+        func expect(_ name: String, _ condition: Bool, _ detail: @autoclosure () -> String = "") {
+            if condition {
+                passed += 1
+                Console.line("self-test PASS \(name)")
+            } else {
+                failed += 1
+                Console.line("self-test FAIL \(name): \(detail())")
+            }
+        }
+
+        /// Expects `actual == expected`, printing both when they differ.
+        func equal<T: Equatable>(_ name: String, _ actual: T, _ expected: T) {
+            expect(name, actual == expected, "expected \(expected), got \(actual)")
+        }
+
+        /// Expects a check to pass (nil).
+        func passes(_ name: String, _ failure: String?) {
+            expect(name, failure == nil, "unexpected failure: \(failure ?? "")")
+        }
+
+        /// Expects a check to fail with a text that contains each of `fragments`; prints the text with --verbose,
+        /// to review how failures read.
+        func fails(_ name: String, _ failure: String?, containing fragments: [String]) {
+            guard let failure else { return expect(name, false, "passed, expected a failure") }
+            let absent = fragments.filter { !failure.contains($0) }
+            expect(name, absent.isEmpty, "failure text lacks \(absent): \(failure)")
+            if verbose { Console.line("    \(failure)") }
+        }
+    }
+
+    // MARK: - pure parts
+
+    func statistics(_ results: Results) {
+        let hundred = Percentiles((1...100).map { Int64($0) })
+        results.equal("percentiles-1-to-100", hundred.map { [$0.p50, $0.p99, $0.maximum] }, [50, 99, 100])
+        let shuffled = Percentiles([5, 1, 3])
+        results.equal("percentiles-unsorted", shuffled.map { [$0.p50, $0.p99, $0.maximum] }, [3, 5, 5])
+        let single = Percentiles([7])
+        results.equal("percentiles-one-sample", single.map { [$0.samples, Int($0.p50), Int($0.p99)] }, [1, 7, 7])
+        let twoHundred = Percentiles((1...200).map { Int64($0) })
+        results.equal("percentiles-1-to-200", twoHundred.map { [$0.p50, $0.p99] }, [100, 198])
+        results.expect("percentiles-empty", Percentiles([]) == nil, "expected nil for no samples")
+        results.equal(
+            "percentiles-text", Percentiles([10, 20, 30])?.description, "samples=3 p50=20µs p99=30µs max=30µs")
+    }
+
+    func notifyParsing(_ results: Results) {
+        let ready = NotifyMessage(datagram: "READY=1\nSTATUS=1 touchscreen: touchd-e2e touchscreen 1", arrival: 5)
+        results.equal("notify-ready", ready.value("READY"), "1")
+        results.equal("notify-status", ready.value("STATUS"), "1 touchscreen: touchd-e2e touchscreen 1")
+        results.equal("notify-arrival", ready.arrival, 5)
+        let reload = NotifyMessage(datagram: "RELOADING=1\nMONOTONIC_USEC=123456\n", arrival: 0)
+        results.equal("notify-trailing-newline", reload.fields.map(\.key), ["RELOADING", "MONOTONIC_USEC"])
+        let failed = NotifyMessage(datagram: "STATUS=reload failed: a = b\n\nREADY=1", arrival: 0)
+        results.equal("notify-value-with-equals", failed.value("STATUS"), "reload failed: a = b")
+        results.equal("notify-blank-line-skipped", failed.value("READY"), "1")
+        let odd = NotifyMessage(datagram: "garbage\nSTATUS=x\nSTATUS=y", arrival: 0)
+        results.equal("notify-malformed-line", odd.malformedLines, ["garbage"])
+        results.equal("notify-last-value-wins", odd.value("STATUS"), "y")
+        results.equal("notify-summary", odd.summary, "STATUS=x STATUS=y garbage")
+    }
+
+    func targetParsing(_ results: Results) {
+        let line =
+            #"{"action":"a","control":"a","event":"touchDown","target":"e2e","time_us":123456789012,"#
+            + #""contact":3,"x":150.0,"y":150.5,"generation":1,"device":"touchd-e2e touchscreen 1"}"#
+        let message = TargetMessage(line: line, arrival: 99, connection: 2)
+        results.expect("target-valid", message.problem == nil, message.problem ?? "")
+        results.equal("target-action", message.action, "a")
+        results.equal("target-event", message.event, "touchDown")
+        results.equal("target-time", message.timeMicroseconds, 123_456_789_012)
+        results.equal("target-contact", message.contact, 3)
+        results.equal("target-x-y", [message.x, message.y], [150, 150.5])
+        results.equal("target-generation", message.generation, 1)
+        results.equal("target-device", message.device, "touchd-e2e touchscreen 1")
+        results.equal("target-arrival-connection", [Int(message.arrival), message.connection], [99, 2])
+        let minimal = TargetMessage(
+            line: #"{"action":"b","control":"b","event":"touchUpInside","target":"e2e","time_us":1}"#, arrival: 0,
+            connection: 1)
+        results.expect("target-minimal-valid", minimal.problem == nil && minimal.generation == nil, minimal.raw)
+        let cases: [(String, String, String)] = [
+            ("target-missing-time", #"{"action":"a","control":"a","event":"touchDown","target":"e2e"}"#, "time_us"),
+            ("target-not-json", "touchDown a", "not valid JSON"),
+            ("target-not-object", "[1,2]", "not a JSON object"),
+            (
+                "target-bool-contact",
+                #"{"action":"a","control":"a","event":"touchDown","target":"e2e","time_us":1,"contact":true}"#,
+                "'contact' is not an integer"
+            ),
+            (
+                "target-string-time",
+                #"{"action":"a","control":"a","event":"touchDown","target":"e2e","time_us":"1"}"#,
+                "'time_us' is not an integer"
+            ),
+            (
+                "target-negative-time",
+                #"{"action":"a","control":"a","event":"touchDown","target":"e2e","time_us":-5}"#, "negative"
+            ),
+        ]
+        for (name, line, fragment) in cases {
+            let parsed = TargetMessage(line: line, arrival: 0, connection: 1)
+            results.expect(
+                name, parsed.problem?.contains(fragment) == true,
+                "expected a problem mentioning \(fragment), got \(parsed.problem ?? "none")")
+        }
+    }
+
+    func lineBuffer(_ results: Results) {
+        var buffer = LineBuffer()
+        var lines = buffer.append(Array("ab".utf8))
+        lines += buffer.append(Array("c\nde".utf8))
+        lines += buffer.append(Array("f\n\ng".utf8))
+        results.equal("lines-split-across-reads", lines, ["abc", "def", ""])
+        results.equal("lines-rest-at-end", buffer.finish(), "g")
+        results.equal("lines-nothing-left", buffer.finish(), nil)
+        results.equal("lines-utf8", buffer.append(Array("drag → exit\n".utf8)), ["drag → exit"])
+    }
+
+    func processingLatency(_ results: Results) {
+        let terminal = ProcessingLatencyLine("info: processing latency max_us=90 p50_us=12 p99_us=40 samples=200")
+        results.equal(
+            "latency-line-terminal", [terminal?.samples, terminal?.p50, terminal?.p99, terminal?.maximum],
+            [200, 12, 40, 90])
+        results.equal("latency-line-complete", terminal?.problem, nil)
+        let journal = ProcessingLatencyLine(#"<6>processing latency note="a b=c" samples=3 p50_us=1 p99_us=2 max_us=2"#)
+        results.equal("latency-line-journal-quoted", journal?.metadata["note"], "a b=c")
+        results.equal("latency-line-journal-figures", journal?.p99, 2)
+        let empty = ProcessingLatencyLine("info: processing latency max_us=- p50_us=- p99_us=- samples=0")
+        results.expect(
+            "latency-line-no-samples", empty?.problem?.contains("p50_us") == true, empty?.problem ?? "no problem")
+        let zero = ProcessingLatencyLine("info: processing latency max_us=0 p50_us=0 p99_us=0 samples=0")
+        results.expect(
+            "latency-line-zero-samples", zero?.problem?.contains("samples=0") == true, "\(String(describing: zero))")
+        results.expect("latency-line-other", ProcessingLatencyLine("info: touchd stopped frames=3") == nil)
+    }
+
+    // MARK: - expectations
+
+    /// A well-formed message as touchd should send it.
+    static func message(
+        _ control: String, _ event: String, action: String? = nil, generation: Int? = 1, contact: Int? = 1,
+        arrival: Microseconds = 0, time: Microseconds = 0, x: Double? = nil, y: Double? = nil
+    ) -> TargetMessage {
+        var line = #"{"action":"\#(action ?? control)","control":"\#(control)","event":"\#(event)","#
+        line += #""target":"e2e","time_us":\#(time)"#
+        if let generation { line += #","generation":\#(generation)"# }
+        if let contact { line += #","contact":\#(contact)"# }
+        if let x, let y { line += #","x":\#(x),"y":\#(y)"# }
+        return TargetMessage(line: line + "}", arrival: arrival, connection: 1)
+    }
+
+    func expectations(_ results: Results) {
+        func m(
+            _ control: String, _ event: String, action: String? = nil, generation: Int? = 1, contact: Int? = 1
+        ) -> TargetMessage {
+            Self.message(control, event, action: action, generation: generation, contact: contact)
+        }
+        let fields = Scenario.firstFields
+        let tap = [m("a", "touchDown"), m("a", "touchUpInside")]
+        results.passes("tap-ok", Expectation.tap(tap, control: "a", fields: fields))
+        results.fails(
+            "tap-swapped", Expectation.tap(tap.reversed(), control: "a", fields: fields),
+            containing: ["expected exactly [a touchDown, a touchUpInside]", "got [a touchUpInside, a touchDown]"])
+        results.fails(
+            "tap-extra", Expectation.tap([tap[0], m("a", "touchDragInside"), tap[1]], control: "a", fields: fields),
+            containing: ["a touchDragInside"])
+        results.fails(
+            "tap-twice", Expectation.tap(tap + tap, control: "a", fields: fields), containing: ["got [a touchDown"])
+        results.fails(
+            "tap-nothing", Expectation.tap([], control: "a", fields: fields), containing: ["got [nothing]"])
+        results.fails(
+            "tap-wrong-action",
+            Expectation.tap([m("a", "touchDown", action: "a2"), tap[1]], control: "a", fields: fields),
+            containing: ["expected action=a", "action=a2"])
+        results.fails(
+            "tap-wrong-generation",
+            Expectation.tap([m("a", "touchDown", generation: 2), tap[1]], control: "a", fields: fields),
+            containing: ["expected generation=1", "generation=2"])
+        var strict = fields
+        strict.generationRequired = true
+        results.passes(
+            "tap-generation-absent-allowed",
+            Expectation.tap([m("a", "touchDown", generation: nil), tap[1]], control: "a", fields: fields))
+        results.fails(
+            "tap-generation-absent-required",
+            Expectation.tap([m("a", "touchDown", generation: nil), tap[1]], control: "a", fields: strict),
+            containing: ["no generation"])
+        results.fails(
+            "tap-unknown-control", Expectation.tap([m("c", "touchDown"), tap[1]], control: "a", fields: fields),
+            containing: ["unexpected control"])
+        let malformed = TargetMessage(line: "oops", arrival: 0, connection: 1)
+        results.fails(
+            "tap-malformed", Expectation.tap([tap[0], malformed], control: "a", fields: fields),
+            containing: ["malformed", "oops"])
+
+        func events(_ names: [String], control: String = "a") -> [TargetMessage] { names.map { m(control, $0) } }
+        let drag = events(
+            [
+                "touchDown", "touchDragInside", "touchDragInside", "touchDragExit", "touchDragOutside",
+                "touchDragOutside",
+                "touchDragEnter", "touchDragInside", "touchUpInside",
+            ])
+        results.passes(
+            "drag-ok", Expectation.sequence(drag, control: "a", pattern: Expectation.dragOutAndBack, fields: fields))
+        let minimalDrag = events(["touchDown", "touchDragExit", "touchDragEnter", "touchUpInside"])
+        results.passes(
+            "drag-minimal-ok",
+            Expectation.sequence(minimalDrag, control: "a", pattern: Expectation.dragOutAndBack, fields: fields))
+        let twoExits = events(
+            ["touchDown", "touchDragExit", "touchDragOutside", "touchDragExit", "touchDragEnter", "touchUpInside"])
+        results.fails(
+            "drag-two-exits",
+            Expectation.sequence(twoExits, control: "a", pattern: Expectation.dragOutAndBack, fields: fields),
+            containing: ["event 4 (touchDragExit) does not fit"])
+        let noEnter = events(["touchDown", "touchDragExit", "touchDragOutside", "touchDragInside", "touchUpInside"])
+        results.fails(
+            "drag-no-enter",
+            Expectation.sequence(noEnter, control: "a", pattern: Expectation.dragOutAndBack, fields: fields),
+            containing: ["touchDragEnter", "event 4 (touchDragInside)"])
+        let cut = events(["touchDown", "touchDragInside", "touchDragInside", "touchDragExit"])
+        results.fails(
+            "drag-cut-short",
+            Expectation.sequence(cut, control: "a", pattern: Expectation.dragOutAndBack, fields: fields),
+            containing: ["ends too early", "touchDragInside×2"])
+        results.fails(
+            "drag-other-control",
+            Expectation.sequence(
+                drag + [m("b", "touchDown")], control: "a", pattern: Expectation.dragOutAndBack, fields: fields),
+            containing: ["control a only", "b touchDown"])
+
+        let lift = events(["touchDown", "touchDragInside", "touchDragExit", "touchDragOutside", "touchUpOutside"])
+        results.passes(
+            "lift-outside-ok",
+            Expectation.sequence(lift, control: "a", pattern: Expectation.dragOutAndLift, fields: fields))
+        let liftInside = events(["touchDown", "touchDragExit", "touchDragOutside", "touchUpInside"])
+        results.fails(
+            "lift-outside-got-inside",
+            Expectation.sequence(liftInside, control: "a", pattern: Expectation.dragOutAndLift, fields: fields),
+            containing: ["touchUpInside"])
+
+        let fingers = [
+            m("a", "touchDown", contact: 1), m("b", "touchDown", contact: 2), m("a", "touchDragInside", contact: 1),
+            m("b", "touchDragInside", contact: 2), m("a", "touchUpInside", contact: 1),
+            m("b", "touchUpInside", contact: 2),
+        ]
+        results.passes(
+            "two-fingers-ok",
+            Expectation.twoFingers(
+                fingers, controls: ("a", "b"), pattern: Expectation.moveInsideAndLift, fields: fields))
+        let sameContact = fingers.map { m($0.control!, $0.event!, contact: 1) }
+        results.fails(
+            "two-fingers-same-contact",
+            Expectation.twoFingers(
+                sameContact, controls: ("a", "b"), pattern: Expectation.moveInsideAndLift, fields: fields),
+            containing: ["different contacts", "contact=1"])
+        let noContact = fingers.map { m($0.control!, $0.event!, contact: nil) }
+        results.fails(
+            "two-fingers-no-contact",
+            Expectation.twoFingers(
+                noContact, controls: ("a", "b"), pattern: Expectation.moveInsideAndLift, fields: fields),
+            containing: ["one contact value", "absent"])
+        results.fails(
+            "two-fingers-b-missing",
+            Expectation.twoFingers(
+                fingers.filter { $0.control == "a" }, controls: ("a", "b"), pattern: Expectation.moveInsideAndLift,
+                fields: fields),
+            containing: ["control b", "got [nothing]"])
+
+        results.passes(
+            "cancel-ok",
+            Expectation.sequence(
+                events(["touchDown", "touchCancel"]), control: "a", pattern: Expectation.cancelled, fields: fields))
+        results.fails(
+            "cancel-got-up",
+            Expectation.sequence(
+                events(["touchDown", "touchUpInside"]), control: "a", pattern: Expectation.cancelled, fields: fields),
+            containing: ["event 2 (touchUpInside)"])
+        results.fails(
+            "cancel-and-up",
+            Expectation.sequence(
+                events(["touchDown", "touchCancel", "touchUpInside"]), control: "a", pattern: Expectation.cancelled,
+                fields: fields),
+            containing: ["event 3 (touchUpInside)"])
+
+        // Backtracking: a starred step followed by the same event must leave one for the step after it.
+        results.passes(
+            "pattern-backtracks", Expectation.match(["x", "x"], [Expectation.any("x"), Expectation.one("x")]))
+        results.equal(
+            "compress-runs", Expectation.compress(["a", "b", "b", "b", "a"]), "a, b×3, a")
+
+        let outcome = Scenario.Outcome(messages: [], missing: ["an ending from a"], exitNote: "")
+        results.fails(
+            "outcome-missing-alone", outcome.verdict(nil),
+            containing: ["incomplete", "waited 5 s for an ending from a"])
+    }
+
+    func latencyMatching(_ results: Results) {
+        func write(_ control: String, _ event: String, _ x: Int, _ y: Int, at time: Microseconds) -> LatencyWrite {
+            LatencyWrite(
+                control: control, action: control == "a" ? "a2" : "b", event: event, x: x, y: y,
+                timing: FrameTiming(beforeReport: time, afterReport: time + 10))
+        }
+        let writes = [
+            write("a", "touchDown", 150, 150, at: 1000), write("a", "touchUpInside", 150, 150, at: 2000),
+            write("b", "touchDown", 650, 150, at: 3000), write("b", "touchUpInside", 650, 150, at: 4000),
+            write("a", "touchDown", 250, 250, at: 5000), write("a", "touchUpInside", 250, 250, at: 6000),
+        ]
+        func reply(_ write: LatencyWrite, after delay: Microseconds, time: Microseconds? = nil) -> TargetMessage {
+            Self.message(
+                write.control, write.event, action: write.action, generation: 2,
+                arrival: write.timing.beforeReport + delay, time: time ?? write.timing.beforeReport + 5,
+                x: Double(write.x), y: Double(write.y))
+        }
+        let all = LatencyMatch(
+            writes: writes, messages: writes.map { reply($0, after: 300) }, generation: 2)
+        results.equal(
+            "latency-all-matched", [all.pairs.count, all.missing.count, all.unexpected.count, all.mismatches.count],
+            [6, 0, 0, 0])
+        results.equal("latency-end-to-end", Percentiles(all.pairs.map(\.endToEnd))?.p50, 300)
+        results.equal("latency-kernel-to-socket", Percentiles(all.pairs.compactMap(\.kernelToSocket))?.p50, 295)
+        results.equal("latency-times-in-window", all.timeProblems, [])
+
+        // The first a touchDown is lost: only that one is missing, the later a touchDown still pairs by position.
+        var lossy = writes.map { reply($0, after: 300) }
+        lossy.remove(at: 0)
+        let lost = LatencyMatch(writes: writes, messages: lossy, generation: 2)
+        results.equal("latency-one-lost", [lost.pairs.count, lost.missing.count, lost.unexpected.count], [5, 1, 0])
+        results.equal("latency-lost-is-first", lost.missing.first?.x, 150)
+
+        let repeated = LatencyMatch(
+            writes: writes,
+            messages: writes.map { reply($0, after: 300) } + [
+                Self.message("a", "touchDownRepeat", action: "a2", generation: 2)
+            ],
+            generation: 2)
+        results.equal("latency-repeat-unexpected", repeated.unexpected.map(\.event), ["touchDownRepeat"])
+
+        let wrongGeneration = LatencyMatch(
+            writes: Array(writes.prefix(1)),
+            messages: [Self.message("a", "touchDown", action: "a", generation: 1, arrival: 1500, x: 150, y: 150)],
+            generation: 2)
+        results.equal("latency-mismatch-counted", wrongGeneration.mismatches.count, 1)
+
+        let early = LatencyMatch(
+            writes: Array(writes.prefix(1)), messages: [reply(writes[0], after: 0, time: 900)], generation: 2)
+        results.expect(
+            "latency-time-before-window", early.timeProblems.first?.contains("100 µs before") == true,
+            "\(early.timeProblems)")
+        let causal = LatencyMatch(
+            writes: Array(writes.prefix(1)),
+            messages: [Self.message("a", "touchDown", action: "a2", generation: 2, arrival: 500, x: 150, y: 150)],
+            generation: 2)
+        results.equal("latency-arrival-before-write-unmatched", [causal.pairs.count, causal.unexpected.count], [0, 1])
+    }
+
+    func arguments(_ results: Results) {
+        results.equal(
+            "arguments-full", try? Options.parse(["--touchd", "/usr/bin/touchd", "--verbose", "--taps", "7"]),
+            Options(touchd: "/usr/bin/touchd", verbose: true, taps: 7))
+        results.equal("arguments-default-taps", (try? Options.parse(["--touchd", "/t"]))?.taps, 100)
+        results.equal("arguments-self-test", (try? Options.parse(["--self-test"]))?.selfTest, true)
+        let failures: [([String], String)] = [
+            ([], "--touchd PATH is required"), (["--touchd"], "--touchd needs a value"),
+            (["--touchd", "/t", "--taps", "0"], "from 1 to 10000"), (["--touchd", "/t", "--taps", "x"], "not 'x'"),
+            (["--bogus"], "unknown argument '--bogus'"),
+            (["--self-test", "--without-touchscreen"], "separate runs"),
+        ]
+        for (arguments, fragment) in failures {
+            do {
+                _ = try Options.parse(arguments)
+                results.expect("arguments-refuse \(arguments)", false, "accepted")
+            } catch {
+                results.expect(
+                    "arguments-refuse \(arguments)", error.message.contains(fragment), "message: \(error.message)")
+            }
+        }
+    }
+
+    // MARK: - real sockets and processes
+
+    func sockets(_ results: Results) {
+        do throws(DriverError) {
+            let scratch = try ScratchDirectory()
+            defer { scratch.remove() }
+            results.expect(
+                "scratch-path-short", scratch.path.utf8.count + "/target.sock".utf8.count < 108, scratch.path)
+
+            let notify = try NotifyListener(path: scratch.file("notify.sock"), verbose: options.verbose)
+            defer { notify.stop() }
+            let sender = try UnixSocket.connected(path: notify.path, type: SOCK_DGRAM)
+            let sent = monotonicNow()
+            try UnixSocket.send(sender, "READY=1\nSTATUS=waiting for a touchscreen")
+            try UnixSocket.send(sender, "RELOADING=1\nMONOTONIC_USEC=\(sent)")
+            close(sender)
+            let arrived = poll(until: monotonicNow() + 2_000_000) { notify.inbox.count >= 2 ? true : nil }
+            let datagrams = notify.inbox.all
+            results.expect("notify-socket-received", arrived == true, "got \(datagrams.map(\.summary))")
+            results.equal("notify-socket-parsed", datagrams.first?.value("STATUS"), "waiting for a touchscreen")
+            results.equal("notify-socket-datagrams-apart", datagrams.last?.value("MONOTONIC_USEC"), "\(sent)")
+            results.expect(
+                "notify-socket-arrival-stamped", datagrams.allSatisfy { $0.arrival >= sent }, "arrival before send")
+
+            let target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
+            defer { target.stop() }
+            let first = try UnixSocket.connected(path: target.path, type: SOCK_STREAM)
+            let second = try UnixSocket.connected(path: target.path, type: SOCK_STREAM)
+            let line = #"{"action":"a","control":"a","event":"touchDown","target":"e2e","time_us":1}"#
+            try UnixSocket.send(first, String(line.prefix(20)))
+            sleep(microseconds: 30_000)
+            let completed = monotonicNow()
+            try UnixSocket.send(first, String(line.dropFirst(20)) + "\n" + line + "\n")
+            try UnixSocket.send(second, line.replacingOccurrences(of: "touchDown", with: "touchUpInside") + "\n")
+            close(first)
+            // A reconnect: the daemon may open a new connection at any time, every one is read.
+            let third = try UnixSocket.connected(path: target.path, type: SOCK_STREAM)
+            try UnixSocket.send(third, "not json\n" + line)  // the last line lacks its newline, then EOF
+            close(third)
+            close(second)
+            let all = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= 5 ? true : nil }
+            let messages = target.inbox.all
+            results.expect("target-socket-received", all == true, "got \(messages.map(\.raw))")
+            results.equal("target-socket-connections", target.connections, 3)
+            let fromFirst = messages.filter { $0.connection == 1 }
+            results.equal("target-socket-split-line-joined", fromFirst.map(\.event), ["touchDown", "touchDown"])
+            results.expect(
+                "target-socket-arrival-after-completion", fromFirst.allSatisfy { $0.arrival >= completed },
+                "a line was stamped before its last bytes were sent")
+            results.equal(
+                "target-socket-second-connection", messages.filter { $0.connection == 2 }.map(\.event),
+                ["touchUpInside"])
+            let fromThird = messages.filter { $0.connection == 3 }
+            results.equal("target-socket-malformed-kept", fromThird.first?.problem, "not valid JSON")
+            results.equal("target-socket-last-line-at-eof", fromThird.last?.event, "touchDown")
+        } catch {
+            results.expect("sockets", false, error.description)
+        }
+    }
+
+    func processes(_ results: Results) {
+        do throws(DriverError) {
+            setenv("TOUCHD_E2E_SCRUBBED", "leaked", 1)
+            let script =
+                #"echo out; echo err >&2; echo "$NOTIFY_SOCKET ${TOUCHD_E2E_SCRUBBED:-scrubbed}"; printf tail; exit 3"#
+            let shell = try Daemon(
+                executable: "/bin/sh", arguments: ["-c", script], environment: ["NOTIFY_SOCKET": "/tmp/n.sock"],
+                removing: ["TOUCHD_E2E_SCRUBBED"], echoPrefix: options.verbose ? "sh| " : nil)
+            let status = shell.waitForExit(until: monotonicNow() + 5_000_000)
+            shell.waitForOutputEnd(until: monotonicNow() + 2_000_000)
+            results.equal("process-exit-status", status, .exited(3))
+            results.equal("process-output-captured", shell.output.all, ["out", "err", "/tmp/n.sock scrubbed", "tail"])
+            results.equal("process-reaped", runningDaemonPID.load(ordering: .relaxed), 0)
+
+            let sleeper = try Daemon(
+                executable: "/bin/sleep", arguments: ["30"], environment: [:], echoPrefix: nil)
+            results.equal("process-running", sleeper.exitStatus, nil)
+            results.equal("process-pid-published", runningDaemonPID.load(ordering: .relaxed), sleeper.pid)
+            sleeper.killAndReap()
+            results.equal("process-killed", sleeper.exitStatus, .signaled(SIGKILL))
+            results.expect("process-no-signal-after-reap", !sleeper.send(SIGTERM), "signalled a reaped pid")
+
+            // The child must get default dispositions even though the driver ignores SIGPIPE and handles SIGTERM.
+            let trapped = try Daemon(
+                executable: "/bin/sh",
+                arguments: ["-c", "trap 'echo got-term; exit 0' TERM; echo ready; while :; do sleep 0.05; done"],
+                environment: [:], echoPrefix: nil)
+            _ = poll(until: monotonicNow() + 5_000_000) { trapped.output.count > 0 ? true : nil }
+            trapped.send(SIGTERM)
+            let stopped = trapped.waitForExit(until: monotonicNow() + 5_000_000)
+            trapped.waitForOutputEnd(until: monotonicNow() + 2_000_000)
+            if stopped == nil { trapped.killAndReap() }
+            results.equal("process-sigterm-handled", stopped, .exited(0))
+            results.equal("process-sigterm-output", trapped.output.all, ["ready", "got-term"])
+            let pipeDefault = try Daemon(
+                executable: "/bin/sh", arguments: ["-c", "kill -PIPE $$; echo survived"], environment: [:],
+                echoPrefix: nil)
+            results.equal(
+                "process-sigpipe-default", pipeDefault.waitForExit(until: monotonicNow() + 5_000_000),
+                .signaled(SIGPIPE))
+
+            do {
+                _ = try Daemon(executable: "/nonexistent/touchd", arguments: [], environment: [:], echoPrefix: nil)
+                results.expect("process-missing-executable", false, "started a missing executable")
+            } catch {
+                results.expect(
+                    "process-missing-executable", error.description.contains("No such file"), error.description)
+            }
+        } catch {
+            results.expect("processes", false, error.description)
+        }
+    }
+
+    /// The generated files, and with --touchd the daemon's own verdict on them: valid ones load, the broken one
+    /// is refused with EX_CONFIG.
+    func configurations(_ results: Results) {
+        let first = TestConfig.valid(socket: "/tmp/e2e-XXXXXX/target.sock", actionForA: "a")
+        results.expect("config-socket-type-key", first.contains(#"socket_type = "stream""#), first)
+        results.expect(
+            "config-actions", first.contains(#"action = "a" }"#) && first.contains(#"action = "b" }"#), first)
+        let second = TestConfig.valid(socket: "/tmp/e2e-XXXXXX/target.sock", actionForA: "a2")
+        results.expect("config-renamed-action", second.contains(#"action = "a2" }"#), second)
+        guard let touchd = options.touchd else {
+            Console.line("self-test: no --touchd given, so `touchd check` is not run on the configurations")
+            return
+        }
+        do throws(DriverError) {
+            let scratch = try ScratchDirectory()
+            defer { scratch.remove() }
+            for (name, text, expected) in [
+                ("config-first-valid", first, ExitStatus.exited(0)), ("config-second-valid", second, .exited(0)),
+                ("config-broken-refused", TestConfig.broken, .exited(78)),
+            ] {
+                let path = scratch.file(name + ".toml")
+                try writeFile(path, text)
+                let check = try Daemon(
+                    executable: touchd, arguments: ["check", "--config", path], environment: [:], echoPrefix: nil)
+                let status = check.waitForExit(until: monotonicNow() + 30_000_000)
+                check.waitForOutputEnd(until: monotonicNow() + 2_000_000)
+                if status == nil { check.killAndReap() }
+                results.expect(
+                    name, status == expected,
+                    "touchd check exited \(status.map(String.init(describing:)) ?? "not at all"), expected "
+                        + "\(expected): \(check.output.all.joined(separator: " / "))")
+            }
+        } catch {
+            results.expect("configurations", false, error.description)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Glibc
+import Synchronization
+
+/// The socket target the config names: a listening SOCK_STREAM socket. The daemon connects (and may reconnect, for
+/// instance after a reload); every connection is accepted and read on a thread of its own, which stamps the arrival
+/// time right after read(2) returns, so the latency figures do not include any waiting in the driver.
+final class TargetListener: Sendable {
+    let path: String
+    let inbox = Inbox<TargetMessage>()
+    private let fd: Int32
+    private let stopped = Atomic<Bool>(false)
+    private let accepted = Atomic<Int>(0)
+
+    init(path: String, verbose: Bool) throws(DriverError) {
+        self.path = path
+        fd = try UnixSocket.bound(path: path, type: SOCK_STREAM)
+        guard listen(fd, 16) == 0 else {
+            let code = errno
+            close(fd)
+            throw DriverError("listen \(path): \(describe(errno: code))")
+        }
+        startThread("target acceptor") { [self] in
+            acceptConnections(verbose: verbose)
+        }
+    }
+
+    /// How many connections the daemon has made so far.
+    var connections: Int { accepted.load(ordering: .relaxed) }
+
+    /// Ends the acceptor and reader threads within about 100 ms; each closes its own socket.
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+    }
+
+    private func acceptConnections(verbose: Bool) {
+        while !stopped.load(ordering: .relaxed) {
+            guard UnixSocket.readable(fd, milliseconds: 100) else { continue }
+            let connection = accept(fd, nil, nil)
+            if connection < 0 {
+                if errno == EINTR || errno == EAGAIN || errno == ECONNABORTED { continue }
+                Console.line("touchd-e2e: target socket: accept: \(describe(errno: errno))")
+                break
+            }
+            // accept4(SOCK_CLOEXEC) is not imported; touchd is started before it can connect, so no child can
+            // inherit the connection before the flag is set.
+            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+            let number = accepted.add(1, ordering: .relaxed).newValue
+            if verbose { Console.line("target| connection #\(number) accepted") }
+            startThread("target reader \(number)") { [self] in
+                read(connection, number: number, verbose: verbose)
+            }
+        }
+        close(fd)
+    }
+
+    private func read(_ connection: Int32, number: Int, verbose: Bool) {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var lines = LineBuffer()
+        func deliver(_ line: String, arrival: Microseconds) {
+            inbox.append(TargetMessage(line: line, arrival: arrival, connection: number))
+            if verbose { Console.line("target| #\(number) \(line)") }
+        }
+        while !stopped.load(ordering: .relaxed) {
+            guard UnixSocket.readable(connection, milliseconds: 100) else { continue }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(connection, $0.baseAddress, $0.count) }
+            let arrival = monotonicNow()
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                Console.line("touchd-e2e: target connection #\(number): read: \(describe(errno: errno))")
+                break
+            }
+            if count == 0 {
+                // The daemon closed this connection: a partial last line is still a message (and likely malformed).
+                if let rest = lines.finish() { deliver(rest, arrival: arrival) }
+                if verbose { Console.line("target| connection #\(number) closed by touchd") }
+                break
+            }
+            for line in lines.append(buffer[..<count]) { deliver(line, arrival: arrival) }
+        }
+        close(connection)
+    }
+}

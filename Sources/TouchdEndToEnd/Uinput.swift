@@ -1,0 +1,161 @@
+import CLibinput
+import Glibc
+
+/// One change of a contact within a frame, in output pixels (the device's units are pixels × 10, see `scale`).
+enum TouchChange: CustomStringConvertible {
+    case down(slot: Int, x: Int, y: Int)
+    case move(slot: Int, x: Int, y: Int)
+    case up(slot: Int)
+
+    var description: String {
+        switch self {
+        case .down(let slot, let x, let y): "down \(slot) (\(x),\(y))"
+        case .move(let slot, let x, let y): "move \(slot) (\(x),\(y))"
+        case .up(let slot): "up \(slot)"
+        }
+    }
+}
+
+/// When a frame reached the kernel: CLOCK_MONOTONIC right before and right after the SYN_REPORT write. The kernel
+/// stamps the frame's events (the `time_us` libinput reports) while that write runs, so the stamp lies in between.
+struct FrameTiming: Sendable, Equatable {
+    let beforeReport: Microseconds
+    let afterReport: Microseconds
+}
+
+/// A multitouch touchscreen made with uinput: INPUT_PROP_DIRECT, BTN_TOUCH, ABS_X/Y and slotted ABS_MT axes, each
+/// axis 0…9999 at 40 units/mm. The config declares a 1000×1000 output and libinput normalises a value v as
+/// v / (max − min + 1) = v / 10000, so output pixel p is device value p × 10.
+///
+/// Used from the scenario's thread only. Closing /dev/uinput (also when the process dies) removes the device, so a
+/// killed driver leaves no device behind.
+final class VirtualTouchscreen {
+    static let scale = 10
+    static let maximum: Int32 = 9999
+    static let slots: Int32 = 10
+
+    let name: String
+    private var device: OpaquePointer?
+    private var uinput: OpaquePointer?
+    private var trackingIDs: [Int: Int32] = [:]
+    private var nextTrackingID: Int32 = 1
+    private let verbose: Bool
+
+    init(name: String, verbose: Bool) throws(DriverError) {
+        self.name = name
+        self.verbose = verbose
+        guard let device = libevdev_new() else { throw DriverError("libevdev_new failed") }
+        self.device = device
+        libevdev_set_name(device, name)
+        libevdev_set_id_bustype(device, Int32(BUS_USB))
+        libevdev_set_id_vendor(device, 0x1234)
+        libevdev_set_id_product(device, 0x5678)
+        libevdev_enable_property(device, UInt32(INPUT_PROP_DIRECT))
+        libevdev_enable_event_type(device, UInt32(EV_KEY))
+        libevdev_enable_event_code(device, UInt32(EV_KEY), UInt32(BTN_TOUCH), nil)
+        libevdev_enable_event_type(device, UInt32(EV_ABS))
+        let position = input_absinfo(value: 0, minimum: 0, maximum: Self.maximum, fuzz: 0, flat: 0, resolution: 40)
+        let slot = input_absinfo(value: 0, minimum: 0, maximum: Self.slots - 1, fuzz: 0, flat: 0, resolution: 0)
+        let tracking = input_absinfo(value: 0, minimum: 0, maximum: 65535, fuzz: 0, flat: 0, resolution: 0)
+        for (code, info) in [
+            (ABS_X, position), (ABS_Y, position), (ABS_MT_SLOT, slot),
+            (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, position), (ABS_MT_TRACKING_ID, tracking),
+        ] {
+            var info = info
+            libevdev_enable_event_code(device, UInt32(EV_ABS), UInt32(code), &info)
+        }
+        var created: OpaquePointer?
+        let result = libevdev_uinput_create_from_device(device, LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue, &created)
+        guard result == 0, let created else {
+            libevdev_free(device)
+            self.device = nil
+            throw DriverError("cannot create the uinput device '\(name)': \(describe(errno: -result))")
+        }
+        uinput = created
+        if verbose {
+            let node = libevdev_uinput_get_devnode(created).map { String(cString: $0) } ?? "no devnode yet"
+            Console.line("uinput| created '\(name)' (\(node))")
+        }
+    }
+
+    deinit { destroy() }
+
+    /// Whether the device still exists.
+    var exists: Bool { uinput != nil }
+
+    /// Writes one frame: the changes, BTN_TOUCH when the first contact goes down or the last one lifts, the
+    /// single-touch axes for the lowest active slot, then SYN_REPORT.
+    @discardableResult
+    func write(_ changes: [TouchChange]) throws(DriverError) -> FrameTiming {
+        guard uinput != nil else { throw DriverError("the uinput device '\(name)' was already destroyed") }
+        let activeBefore = trackingIDs.count
+        var positions: [Int: (Int32, Int32)] = [:]
+        for change in changes {
+            switch change {
+            case .down(let slot, let x, let y):
+                let id = nextTrackingID
+                nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
+                trackingIDs[slot] = id
+                try emit(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                try emit(EV_ABS, ABS_MT_TRACKING_ID, id)
+                positions[slot] = try emitPosition(x, y)
+            case .move(let slot, let x, let y):
+                try emit(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                positions[slot] = try emitPosition(x, y)
+            case .up(let slot):
+                trackingIDs[slot] = nil
+                try emit(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                try emit(EV_ABS, ABS_MT_TRACKING_ID, -1)
+            }
+        }
+        if activeBefore == 0, !trackingIDs.isEmpty { try emit(EV_KEY, BTN_TOUCH, 1) }
+        if activeBefore > 0, trackingIDs.isEmpty { try emit(EV_KEY, BTN_TOUCH, 0) }
+        if let primary = trackingIDs.keys.min(), let (x, y) = positions[primary] {
+            try emit(EV_ABS, ABS_X, x)
+            try emit(EV_ABS, ABS_Y, y)
+        }
+        let before = monotonicNow()
+        try emit(EV_SYN, SYN_REPORT, 0)
+        let timing = FrameTiming(beforeReport: before, afterReport: monotonicNow())
+        if verbose { Console.line("uinput| frame at \(timing.beforeReport): \(changes)") }
+        return timing
+    }
+
+    /// Removes the device (an unplug). Safe to call more than once.
+    func destroy() {
+        if let uinput {
+            libevdev_uinput_destroy(uinput)
+            if verbose { Console.line("uinput| destroyed '\(name)'") }
+        }
+        uinput = nil
+        if let device { libevdev_free(device) }
+        device = nil
+        trackingIDs.removeAll()
+    }
+
+    private func emitPosition(_ x: Int, _ y: Int) throws(DriverError) -> (Int32, Int32) {
+        let deviceX = Int32(x * Self.scale)
+        let deviceY = Int32(y * Self.scale)
+        try emit(EV_ABS, ABS_MT_POSITION_X, deviceX)
+        try emit(EV_ABS, ABS_MT_POSITION_Y, deviceY)
+        return (deviceX, deviceY)
+    }
+
+    private func emit(_ type: Int32, _ code: Int32, _ value: Int32) throws(DriverError) {
+        let result = libevdev_uinput_write_event(uinput, UInt32(type), UInt32(code), value)
+        guard result == 0 else {
+            throw DriverError("uinput write (type \(type), code \(code)) failed: \(describe(errno: -result))")
+        }
+    }
+
+    /// Why the driver cannot create devices here, or nil when /dev/uinput can be opened for writing.
+    static func unavailableReason() -> String? {
+        let fd = open("/dev/uinput", O_WRONLY | O_CLOEXEC)
+        guard fd < 0 else {
+            close(fd)
+            return nil
+        }
+        return "cannot open /dev/uinput for writing: \(describe(errno: errno)) "
+            + "(the driver needs the uinput module and root; it runs inside the test VM)"
+    }
+}
