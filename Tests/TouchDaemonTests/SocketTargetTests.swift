@@ -394,6 +394,15 @@ struct SocketTargetTests {
         #expect(sender.unknownTargetDeliveries == 1)
     }
 
+    @Test func socketTargetsOfTheExampleConfiguration() throws {
+        let configuration = try ConfigurationLoader.load(path: TestSupport.kioskConfig).get()
+        #expect(
+            configuration.socketTargets == [
+                "kiosk": .init(path: "/run/kiosk/touch.sock", type: .stream),
+                "audit": .init(path: "/run/kiosk/audit.sock", type: .datagram),
+            ])
+    }
+
     @Test func stopFlushesWhatItCanAndIsIdempotent() async throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

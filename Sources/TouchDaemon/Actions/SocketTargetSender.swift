@@ -253,6 +253,17 @@ final class SocketSenderCore: Sendable {
     }
 }
 
+extension Configuration {
+    /// The socket targets by name, as `SocketTargetSender.configure` takes them.
+    var socketTargets: [String: SocketTarget] {
+        var result: [String: SocketTarget] = [:]
+        for definition in targets {
+            if case .socket(let target) = definition.kind { result[definition.name] = target }
+        }
+        return result
+    }
+}
+
 extension Int {
     /// Adds, sticking at `Int.max` instead of trapping: counters must never crash the daemon.
     mutating func saturatingAdd(_ other: Int) {
