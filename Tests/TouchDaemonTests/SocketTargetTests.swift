@@ -6,8 +6,9 @@ import Testing
 
 @testable import TouchDaemon
 
-/// The socket-target sender against real Unix sockets in a temporary directory. Nothing here measures time: every
-/// wait polls for a condition with a generous deadline, so a loaded machine makes the tests slower, not flaky.
+/// The socket-target sender against real Unix sockets in a temporary directory. Nothing here asserts on a duration:
+/// every wait polls for a condition with a generous deadline, and the checks that the thread sleeps count its loop
+/// passes, which a loaded machine can only make fewer. A slow machine makes these tests slower, not flaky.
 @Suite(.serialized)
 struct SocketTargetTests {
     // MARK: - Messages
