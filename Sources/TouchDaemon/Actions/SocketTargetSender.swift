@@ -1,0 +1,281 @@
+import Glibc
+import Logging
+import Synchronization
+
+/// What happened to one socket target's messages so far. Counts are kept per target name for the life of the
+/// sender, so a target that was removed still shows what it lost.
+struct SocketTargetStatistics: Hashable, Sendable {
+    /// Messages written whole to the socket.
+    var sent = 0
+    /// Messages that will never be sent: pushed out of a full queue (oldest first), queued when the target was
+    /// removed or changed, cut off by a connection that died half-way through them, too big for a datagram, or left
+    /// over at stop (including deliveries submitted after stop began).
+    var dropped = 0
+    /// Connect attempts that failed, connections that were lost and send errors.
+    var failed = 0
+    /// Whether a socket is connected to the target now.
+    var connected = false
+    /// Messages waiting in the queue; at most the queue's capacity. The one message being written (at most one per
+    /// target) is no longer counted here.
+    var queued = 0
+}
+
+/// A resource the sender could not get at start.
+struct SocketTargetSenderError: Error, CustomStringConvertible {
+    /// The call that failed, e.g. `socketpair`.
+    var operation: String
+    var errno: Int32
+
+    var description: String { "\(operation): \(UnixSocket.describe(errno))" }
+}
+
+/// Sends deliveries to Unix-socket targets from its own thread; callers never block and never do socket I/O.
+///
+/// The thread owns every socket and waits in `poll` on them and on a wake-up socket; it sleeps without a timeout
+/// while nothing is queued and every target is connected or waiting for something to send. Each target has a
+/// bounded queue that drops its oldest message when full, so a peer that stops reading costs the rest of the daemon
+/// nothing. See `SocketSenderLoop` for connecting, reconnecting and logging.
+final class SocketTargetSender: Sendable {
+    /// How long to wait before reconnecting: `initial` after the first failure, doubling up to `maximum`, back to
+    /// `initial` once a message goes through.
+    struct Backoff: Sendable {
+        var initial: UInt64
+        var maximum: UInt64
+
+        /// 50 ms doubling to 5 s.
+        static let standard = Backoff(initial: 50_000, maximum: 5_000_000)
+    }
+
+    private let core: SocketSenderCore
+    private let clock: @Sendable () -> UInt64
+    private let thread: pthread_t
+    /// Whether `stop` has joined the thread; held while joining, so a second caller waits for the first.
+    private let joined = Mutex(false)
+
+    /// Starts the sender thread.
+    ///
+    /// - Parameters:
+    ///   - queueCapacity: messages each target may have waiting; more push the oldest out.
+    ///   - clock: monotonic microseconds, for backoff deadlines, log rate limits and the flush timeout at stop.
+    ///   - backoff: the reconnect delays.
+    /// - Throws: `SocketTargetSenderError` when the process is out of descriptors or threads.
+    init(
+        logger: Logger, queueCapacity: Int = 256,
+        clock: @escaping @Sendable () -> UInt64 = SocketTargetSender.monotonicMicroseconds,
+        backoff: Backoff = .standard
+    ) throws {
+        precondition(queueCapacity > 0, "a socket target's queue needs room for at least one message")
+        precondition(backoff.initial > 0 && backoff.initial <= backoff.maximum, "the backoff must grow from above 0")
+        let wake = try UnixSocket.wakePair().get()
+        core = SocketSenderCore(capacity: queueCapacity, wakeReceiver: wake.receiver, wakeSender: wake.sender)
+        self.clock = clock
+        thread = try Self.startThread(
+            SocketSenderLoop.Context(core: core, logger: logger, clock: clock, backoff: backoff))
+    }
+
+    deinit {
+        stop(flushTimeoutMicroseconds: 0)
+    }
+
+    /// Sets the socket targets, at start and after each reload.
+    ///
+    /// Targets whose path and type are unchanged keep their connection and queue. Removed and changed targets are
+    /// closed and their queued messages dropped (and counted); new and changed ones start connecting at once, so
+    /// the peer sees touchd before the first action. Ignored once `stop` has begun.
+    func configure(_ targets: [String: Configuration.SocketTarget]) {
+        let accepted = core.state.withLock { state -> Bool in
+            guard case .running = state.phase else { return false }
+            for (name, entry) in state.entries where targets[name] != entry.target {
+                state.statistics[name, default: SocketTargetStatistics()].dropped.saturatingAdd(entry.queue.count)
+                state.entries[name] = nil
+            }
+            for (name, target) in targets where state.entries[name] == nil {
+                state.nextSerial += 1
+                state.entries[name] = SocketSenderCore.Entry(
+                    target: target, serial: state.nextSerial, queue: BoundedQueue(capacity: core.capacity))
+                if state.statistics[name] == nil { state.statistics[name] = SocketTargetStatistics() }
+            }
+            state.version += 1
+            return true
+        }
+        if accepted { UnixSocket.wake(core.wakeSender) }
+    }
+
+    /// Queues one delivery for its target and returns at once.
+    ///
+    /// A delivery for a target that is not configured (say, one a reload just removed) is ignored and counted in
+    /// `unknownTargetDeliveries`. When the target's queue is full, its oldest message is dropped and counted. After
+    /// `stop` has begun, deliveries are dropped and counted. Wakes the sender thread only when the queue was empty:
+    /// otherwise it already knows there is work.
+    func submit(_ delivery: ActionDelivery) {
+        let wake = core.state.withLock { state -> Bool in
+            guard case .running = state.phase else {
+                if state.statistics[delivery.target] != nil {
+                    state.statistics[delivery.target]!.dropped.saturatingAdd(1)
+                } else {
+                    state.unknownTargetDeliveries.saturatingAdd(1)
+                }
+                return false
+            }
+            guard state.entries[delivery.target] != nil else {
+                state.unknownTargetDeliveries.saturatingAdd(1)
+                return false
+            }
+            let wasEmpty = state.entries[delivery.target]!.queue.isEmpty
+            if state.entries[delivery.target]!.queue.append(delivery) != nil {
+                state.entries[delivery.target]!.overflowed.saturatingAdd(1)
+                state.statistics[delivery.target]!.dropped.saturatingAdd(1)
+            }
+            return wasEmpty
+        }
+        if wake { UnixSocket.wake(core.wakeSender) }
+    }
+
+    /// Sends what is queued for at most `flushTimeoutMicroseconds` (counting what cannot be sent in time as
+    /// dropped), closes every socket and joins the thread. Idempotent; a second caller waits for the first.
+    func stop(flushTimeoutMicroseconds: UInt64) {
+        let now = clock()
+        let begun = core.state.withLock { state -> Bool in
+            guard case .running = state.phase else { return false }
+            state.phase = .stopping(deadline: now.saturatingSum(flushTimeoutMicroseconds))
+            return true
+        }
+        if begun { UnixSocket.wake(core.wakeSender) }
+        joined.withLock { joined in
+            guard !joined else { return }
+            // The thread never takes `joined`, so holding it while joining cannot deadlock.
+            pthread_join(thread, nil)
+            joined = true
+        }
+    }
+
+    /// Per target name (including targets since removed): sent, dropped, failed, connected, queued.
+    var statistics: [String: SocketTargetStatistics] {
+        core.state.withLock { state in
+            var result = state.statistics
+            for (name, entry) in state.entries { result[name]?.queued = entry.queue.count }
+            return result
+        }
+    }
+
+    /// Deliveries ignored because their target was not configured.
+    var unknownTargetDeliveries: Int {
+        core.state.withLock { $0.unknownTargetDeliveries }
+    }
+
+    /// Passes the sender thread has made through its `poll` loop, for tests and diagnostics: it grows with work and
+    /// reconnect attempts, never while the sender is idle.
+    var loopPasses: Int {
+        core.passes.load(ordering: .relaxed)
+    }
+
+    /// CLOCK_MONOTONIC in microseconds, the clock libinput stamps events with.
+    static func monotonicMicroseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000 &+ UInt64(now.tv_nsec) / 1000
+    }
+
+    /// Starts the sender thread with every signal blocked, so signals go to the threads that handle them (and a
+    /// `SIGPIPE` could never end the process from here, even without `MSG_NOSIGNAL`).
+    private static func startThread(_ context: SocketSenderLoop.Context) throws -> pthread_t {
+        var all = sigset_t()
+        var previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+
+        let argument = Unmanaged.passRetained(context).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                let context = Unmanaged<SocketSenderLoop.Context>.fromOpaque(argument!).takeRetainedValue()
+                SocketSenderLoop(context).run()
+                return nil
+            }, argument)
+        guard result == 0 else {
+            Unmanaged<SocketSenderLoop.Context>.fromOpaque(argument).release()
+            throw SocketTargetSenderError(operation: "pthread_create", errno: result)
+        }
+        return thread
+    }
+}
+
+/// What the callers and the sender thread share: the queues and counters behind one lock, and the wake-up socket.
+final class SocketSenderCore: Sendable {
+    /// One configured target's queue. `serial` tells a target apart from an earlier one of the same name.
+    struct Entry: Sendable {
+        var target: Configuration.SocketTarget
+        var serial: Int
+        var queue: BoundedQueue<ActionDelivery>
+        /// Messages pushed out of the full queue since the thread last looked, for its log.
+        var overflowed = 0
+    }
+
+    enum Phase: Sendable {
+        case running
+        /// `stop` was called: no new deliveries; the thread flushes until `deadline`, then ends.
+        case stopping(deadline: UInt64)
+        /// The thread has ended.
+        case stopped
+    }
+
+    struct State: Sendable {
+        var entries: [String: Entry] = [:]
+        var statistics: [String: SocketTargetStatistics] = [:]
+        /// Counts `configure` calls, so the thread rereads the entries only when they changed.
+        var version = 0
+        var nextSerial = 0
+        var unknownTargetDeliveries = 0
+        var phase = Phase.running
+    }
+
+    let state = Mutex(State())
+    /// Passes the thread has made through its loop: shows that an idle sender does not wake.
+    let passes = Atomic<Int>(0)
+    let capacity: Int
+    /// The thread polls this end of the wake-up pair…
+    let wakeReceiver: Int32
+    /// …and callers write a byte to this one.
+    let wakeSender: Int32
+
+    init(capacity: Int, wakeReceiver: Int32, wakeSender: Int32) {
+        self.capacity = capacity
+        self.wakeReceiver = wakeReceiver
+        self.wakeSender = wakeSender
+    }
+
+    /// Both the sender and the thread hold the core, so the wake-up sockets outlive every `submit` and the thread.
+    deinit {
+        close(wakeReceiver)
+        close(wakeSender)
+    }
+}
+
+extension Configuration {
+    /// The socket targets by name, as `SocketTargetSender.configure` takes them.
+    var socketTargets: [String: SocketTarget] {
+        var result: [String: SocketTarget] = [:]
+        for definition in targets {
+            if case .socket(let target) = definition.kind { result[definition.name] = target }
+        }
+        return result
+    }
+}
+
+extension Int {
+    /// Adds, sticking at `Int.max` instead of trapping: counters must never crash the daemon.
+    mutating func saturatingAdd(_ other: Int) {
+        let (sum, overflow) = addingReportingOverflow(other)
+        self = overflow ? (other > 0 ? .max : .min) : sum
+    }
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` when that does not fit: a deadline far enough away is "never".
+    func saturatingSum(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
+}

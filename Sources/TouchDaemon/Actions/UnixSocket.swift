@@ -1,0 +1,125 @@
+import Glibc
+
+/// The socket system calls the socket-target sender makes. Each one retries `EINTR`, never raises `SIGPIPE`
+/// (`MSG_NOSIGNAL` on every send), never blocks (non-blocking sockets, `MSG_DONTWAIT`) and returns errno as a value
+/// instead of leaving it in the thread-local `errno`.
+enum UnixSocket {
+    enum ConnectResult: Equatable {
+        /// Connected at once (what Unix sockets do when the peer listens and has room in its backlog).
+        case connected(Int32)
+        /// The connection completes later: wait for `POLLOUT`, then read `pendingError`.
+        case inProgress(Int32)
+        /// No socket is left open.
+        case failed(Int32)
+    }
+
+    enum SendResult: Equatable {
+        /// This many bytes went out (for a stream maybe fewer than asked; a datagram goes whole or not at all).
+        case sent(Int)
+        /// The socket's buffer or the datagram peer's queue is full: wait for `POLLOUT`.
+        case wouldBlock
+        case failed(Int32)
+    }
+
+    enum InputState: Equatable {
+        /// Whatever the peer sent has been read and thrown away; the connection is still open.
+        case open
+        /// The peer closed the connection.
+        case closed
+        case failed(Int32)
+    }
+
+    /// Flags of every send: no SIGPIPE when the peer has gone, never wait.
+    private static let sendFlags = Int32(MSG_NOSIGNAL | MSG_DONTWAIT)
+
+    /// Opens a non-blocking, close-on-exec socket of `type` and connects it to `path`.
+    /// The corresponding C functions are `socket` and `connect`.
+    static func connect(to path: String, type: Configuration.SocketTarget.SocketType) -> ConnectResult {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        // sun_path holds the path and its terminating NUL; the configuration refuses longer paths, so this is defence.
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return .failed(ENAMETOOLONG) }
+        guard !bytes.contains(0) else { return .failed(EINVAL) }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+
+        let kind = type == .stream ? SOCK_STREAM : SOCK_DGRAM
+        let descriptor = socket(
+            AF_UNIX, Int32(bitPattern: kind.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return .failed(errno) }
+
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, length) }
+        }
+        if result == 0 { return .connected(descriptor) }
+        let error = errno
+        // A non-blocking connect interrupted by a signal goes on in the background, like EINPROGRESS.
+        if error == EINPROGRESS || error == EINTR { return .inProgress(descriptor) }
+        close(descriptor)
+        return .failed(error)
+    }
+
+    /// Sends `bytes[offset...]`. The corresponding C function is `send`.
+    static func send(_ descriptor: Int32, _ bytes: [UInt8], from offset: Int) -> SendResult {
+        precondition(offset < bytes.count, "nothing left to send")
+        return bytes.withUnsafeBytes { buffer in
+            while true {
+                let sent = Glibc.send(descriptor, buffer.baseAddress! + offset, buffer.count - offset, sendFlags)
+                if sent >= 0 { return .sent(sent) }
+                let error = errno
+                if error == EINTR { continue }
+                // EWOULDBLOCK is EAGAIN on Linux.
+                return error == EAGAIN ? .wouldBlock : .failed(error)
+            }
+        }
+    }
+
+    /// The socket's pending error (0 when none), which reading clears: how a non-blocking connect ended, or why
+    /// `poll` reported `POLLERR`. The corresponding C function is `getsockopt(SO_ERROR)`.
+    static func pendingError(_ descriptor: Int32) -> Int32 {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return errno }
+        return error
+    }
+
+    /// Reads and throws away whatever the peer sent, to find out whether it closed the connection.
+    /// The corresponding C function is `recv`.
+    static func discardInput(_ descriptor: Int32, scratch: inout [UInt8]) -> InputState {
+        scratch.withUnsafeMutableBytes { buffer in
+            while true {
+                let received = recv(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
+                if received > 0 { continue }
+                if received == 0 { return .closed }
+                let error = errno
+                if error == EINTR { continue }
+                return error == EAGAIN ? .open : .failed(error)
+            }
+        }
+    }
+
+    /// A connected pair of non-blocking, close-on-exec stream sockets: `[0]` to wait on, `[1]` to wake it.
+    ///
+    /// This is what `eventfd(2)` would do, but Swift's Glibc module does not include `sys/eventfd.h`, and a socket
+    /// pair needs no C module of our own. The corresponding C function is `socketpair`.
+    static func wakePair() -> Result<(receiver: Int32, sender: Int32), SocketTargetSenderError> {
+        var descriptors: [Int32] = [-1, -1]
+        let type = Int32(bitPattern: SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)
+        guard socketpair(AF_UNIX, type, 0, &descriptors) == 0 else {
+            return .failure(SocketTargetSenderError(operation: "socketpair", errno: errno))
+        }
+        return .success((descriptors[0], descriptors[1]))
+    }
+
+    /// Makes `receiver` of a wake pair readable. A full buffer (EAGAIN) means a wake-up is already pending.
+    static func wake(_ sender: Int32) {
+        var byte: UInt8 = 1
+        _ = Glibc.send(sender, &byte, 1, sendFlags)
+    }
+
+    /// A message for `error`, e.g. "No such file or directory".
+    static func describe(_ error: Int32) -> String {
+        String(cString: strerror(error))
+    }
+}
