@@ -61,7 +61,7 @@ final class SocketTargetSender: Sendable {
     /// - Throws: `SocketTargetSenderError` when the process is out of descriptors or threads.
     init(
         logger: Logger, queueCapacity: Int = 256,
-        clock: @escaping @Sendable () -> UInt64 = SocketTargetSender.monotonicMicroseconds,
+        clock: @escaping @Sendable () -> UInt64 = { monotonicMicroseconds() },
         backoff: Backoff = .standard
     ) throws {
         precondition(queueCapacity > 0, "a socket target's queue needs room for at least one message")
@@ -167,13 +167,6 @@ final class SocketTargetSender: Sendable {
     /// reconnect attempts, never while the sender is idle.
     var loopPasses: Int {
         core.passes.load(ordering: .relaxed)
-    }
-
-    /// CLOCK_MONOTONIC in microseconds, the clock libinput stamps events with.
-    static func monotonicMicroseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000 &+ UInt64(now.tv_nsec) / 1000
     }
 
     /// Starts the sender thread with every signal blocked, so signals go to the threads that handle them (and a

@@ -67,6 +67,16 @@ final class LibinputContext {
         udev_unref(udev)
     }
 
+    /// Suspends and resumes the seat: libinput closes every device and enumerates the seat again. A device whose open
+    /// failed (permissions not yet applied by udev, for instance) is ignored by libinput until a resume, so this is
+    /// the retry. Every device comes back as removed and added on the next ``dispatch()``.
+    func rescan() {
+        libinput_suspend(libinput)
+        if libinput_resume(libinput) != 0 {
+            relay.logger.error("cannot resume the seat after a rescan", metadata: ["seat": "\(seat)"])
+        }
+    }
+
     /// Reads what the kernel has for libinput and returns the decoded events, in order. Never blocks.
     func dispatch() -> [InputEvent] {
         if libinput_dispatch(libinput) != 0 {
@@ -227,5 +237,7 @@ private let libinputLogHandler: libinput_log_handler = { libinput, priority, for
     var buffer = [CChar](repeating: 0, count: 1024)
     let length = vsnprintf(&buffer, buffer.count, format, arguments)
     guard length >= 0 else { return }
-    relay.log(priority: priority, message: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    relay.log(
+        priority: priority,
+        message: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
 }

@@ -7,7 +7,7 @@ import Glibc
 /// The signals are blocked with `pthread_sigmask` before any thread of touchd's starts, and threads inherit the mask,
 /// so no thread ever runs a default handler (which for SIGHUP would kill the daemon). SIGPIPE is ignored process-wide;
 /// every socket write also passes MSG_NOSIGNAL.
-struct SignalChannel: ~Copyable {
+final class SignalChannel: Sendable {
     static let handled: [Int32] = [SIGHUP, SIGINT, SIGTERM]
 
     let fileDescriptor: Int32

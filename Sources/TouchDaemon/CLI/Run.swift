@@ -1,0 +1,103 @@
+import ArgumentParser
+import CLinux
+import Glibc
+import Logging
+import TouchModel
+
+/// `touchd run`: the daemon.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the daemon: read the seat's touchscreens and run the configured actions.",
+        discussion: """
+            Reads every touchscreen on the configured seat through libinput (and picks up touchscreens plugged in \
+            later), runs the configured controls and sends their actions to the configured targets. Under systemd \
+            it reports readiness, reloads and watchdog pings through sd_notify. SIGHUP reloads the configuration \
+            (an invalid file is refused and the running configuration kept); SIGTERM and SIGINT stop it. Exits 78 \
+            when the configuration is invalid at start.
+            """
+    )
+
+    @OptionGroup var options: ConfigOption
+
+    @Option(help: ArgumentHelp("Least severe level logged: trace, debug, info, notice, warning, error, critical."))
+    var logLevel: Logger.Level = .info
+
+    func run() throws {
+        // Before any thread of ours starts, so that every thread inherits the blocked signals.
+        guard let signals = SignalChannel() else {
+            printError("touchd: error: cannot set up signal handling: \(String(cString: strerror(errno)))")
+            throw ExitCode(71)  // EX_OSERR
+        }
+        let logger = Self.makeLogger(level: logLevel)
+        let notifier = Notifier.fromEnvironment()
+        let configuration: Configuration
+        switch ConfigurationLoader.load(path: options.config) {
+        case .success(let loaded): configuration = loaded
+        case .failure(let error):
+            for line in error.lines { logger.error("\(line)") }
+            logger.critical("the configuration is invalid; not starting", metadata: ["config": "\(options.config)"])
+            notifier.notify(["STATUS=configuration invalid: \(error.lines.first ?? options.config)"])
+            throw ExitCode(ExitStatus.configuration)
+        }
+        let scene: Scene
+        do {
+            scene = try configuration.makeScene()
+        } catch {
+            for problem in error.problems { logger.error("\(options.config): error: \(problem)") }
+            throw ExitCode(ExitStatus.configuration)
+        }
+        let sockets: SocketTargetSender
+        do {
+            sockets = try SocketTargetSender(logger: logger, clock: monotonicMicroseconds)
+        } catch {
+            logger.critical("cannot start the socket-target sender: \(error)")
+            throw ExitCode(71)  // EX_OSERR
+        }
+        let path = options.config
+        let status = runOnDedicatedThread(name: "touchd-input") {
+            Daemon(
+                configurationPath: path, configuration: configuration, scene: scene, logger: logger,
+                notifier: notifier, sockets: sockets
+            ).run(signals: signals)
+        }
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    static func makeLogger(level: Logger.Level) -> Logger {
+        var logger = Logger(label: "touchd") { _ in
+            JournalLogHandler(logLevel: level, style: JournalLogHandler.detectedStyle)
+        }
+        logger.logLevel = level
+        return logger
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Runs `body` on a new thread of its own, named `name` (as `top -H` shows it), and waits for its result.
+func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Int32) -> Int32 {
+    /// Handed to the thread and read back after `pthread_join`, which orders the two accesses.
+    final class Context: @unchecked Sendable {
+        let name: String
+        let body: @Sendable () -> Int32
+        var result: Int32 = 0
+        init(name: String, body: @escaping @Sendable () -> Int32) {
+            self.name = name
+            self.body = body
+        }
+    }
+    let context = Context(name: name, body: body)
+    var thread = pthread_t()
+    let created = pthread_create(
+        &thread, nil,
+        { argument in
+            let context = Unmanaged<Context>.fromOpaque(argument!).takeUnretainedValue()
+            // Linux limits thread names to 15 bytes.
+            _ = touchd_set_thread_name(String(context.name.prefix(15)))
+            context.result = context.body()
+            return nil
+        }, Unmanaged.passUnretained(context).toOpaque())
+    guard created == 0 else { return body() }
+    pthread_join(thread, nil)
+    return context.result
+}

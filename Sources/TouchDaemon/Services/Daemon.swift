@@ -1,0 +1,370 @@
+import Glibc
+import Logging
+import TouchModel
+
+/// `touchd run`: the input loop. One thread owns libinput, the router and the scene; it waits in `poll(2)` on
+/// libinput's fd and the signalfd with the scene's next deadline (and the watchdog's, when systemd asked for one) as
+/// timeout, so an idle daemon never wakes. Everything with side effects beyond the loop (socket sends) happens on the
+/// executors' own threads: the loop only hands them values.
+final class Daemon {
+    /// Counters kept by the input loop.
+    struct Statistics: Sendable {
+        var frames = 0
+        var controlEvents = 0
+        var actions = 0
+        /// Actions no responder handled (nil target and nobody in the chain responds).
+        var unhandledActions = 0
+        /// Actions for command targets, which this version does not run yet.
+        var actionsNotRun = 0
+        /// Contacts ignored because `max_contacts` were already down.
+        var contactsOverLimit = 0
+        var diagnostics = 0
+        var reloads = 0
+        var reloadFailures = 0
+    }
+
+    private let configurationPath: String
+    private var configuration: Configuration
+    private var scene: Scene
+    private var router: TouchRouter
+    private var generation = 1
+    private let logger: Logger
+    private let notifier: Notifier
+    private let sockets: SocketTargetSender
+    private var input: LibinputContext?
+    private(set) var statistics = Statistics()
+    /// From each frame's libinput timestamp to its actions being handed to their executor.
+    private(set) var processing = LatencyHistogram()
+    private var sceneDeadline: Instant?
+    private var nextWatchdog: UInt64?
+    private var commandTargetsWarned: Set<String> = []
+    private var diagnosticLimit = RateLimit()
+    private var lastStatus = ""
+
+    init(
+        configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
+        sockets: SocketTargetSender
+    ) {
+        self.configurationPath = configurationPath
+        self.configuration = configuration
+        self.scene = scene
+        self.router = TouchRouter(output: configuration.output, allowList: configuration.devices)
+        self.logger = logger
+        self.notifier = notifier
+        self.sockets = sockets
+    }
+
+    /// Runs until SIGTERM or SIGINT; returns the exit status.
+    func run(signals: SignalChannel) -> Int32 {
+        let input: LibinputContext
+        do {
+            input = try LibinputContext(seat: configuration.seat, logger: logger)
+        } catch {
+            logger.critical("cannot start the input layer: \(error)", metadata: ["seat": "\(configuration.seat)"])
+            notifier.notify(["STATUS=cannot start the input layer: \(error)", "ERRNO=\(ENODEV)"])
+            return 69  // EX_UNAVAILABLE
+        }
+        self.input = input
+        sockets.configure(configuration.socketTargets)
+        logger.info(
+            "touchd started",
+            metadata: [
+                "version": "\(Touchd.version)", "config": "\(configurationPath)", "seat": "\(configuration.seat)",
+                "generation": "\(generation)",
+            ])
+        // Devices present at start arrive with the first dispatch; READY=1 does not wait for a touchscreen.
+        handle(input.dispatch())
+        if router.touchscreens.isEmpty { logWaiting() }
+        lastStatus = statusText
+        notifier.ready(status: lastStatus)
+        if let interval = notifier.watchdogInterval {
+            nextWatchdog = monotonicMicroseconds()
+            logger.info("systemd watchdog enabled", metadata: ["interval_us": "\(interval)"])
+        }
+
+        var descriptors = [
+            pollfd(fd: input.fileDescriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: signals.fileDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            pingWatchdogIfDue()
+            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout())
+            if ready < 0 && errno != EINTR {
+                logger.critical("poll failed: \(LibinputContext.errnoText())")
+                return 70  // EX_SOFTWARE
+            }
+            if descriptors[1].revents != 0 {
+                var stop = false
+                var reload = false
+                for signal in signals.drain() {
+                    if signal == SIGHUP { reload = true } else { stop = true }
+                }
+                if stop { return shutdown() }
+                if reload {
+                    self.reload()
+                    rescanIfNoTouchscreen()
+                }
+            }
+            if descriptors[0].revents != 0 { handle(input.dispatch()) }
+            if let deadline = sceneDeadline, monotonicMicroseconds() >= deadline.microseconds {
+                deliver(
+                    scene.advance(to: Instant(microseconds: monotonicMicroseconds())), device: nil, fromInput: false)
+            }
+            updateStatusIfChanged()
+        }
+    }
+
+    /// Milliseconds until the nearest deadline (rounded up so the deadline has passed on waking), or −1 for none.
+    private func timeout() -> Int32 {
+        let deadlines = [sceneDeadline?.microseconds, nextWatchdog].compactMap { $0 }
+        guard let nearest = deadlines.min() else { return -1 }
+        let now = monotonicMicroseconds()
+        guard nearest > now else { return 0 }
+        return Int32(clamping: (nearest - now + 999) / 1000)
+    }
+
+    private func pingWatchdogIfDue() {
+        guard let due = nextWatchdog, let interval = notifier.watchdogInterval else { return }
+        let now = monotonicMicroseconds()
+        guard now >= due else { return }
+        notifier.watchdog()
+        // systemd recommends pinging at half the interval.
+        nextWatchdog = now &+ max(interval / 2, 1)
+    }
+
+    // MARK: - Input
+
+    private func handle(_ events: [InputEvent]) {
+        for event in events {
+            for note in router.handle(event, now: scene.now.microseconds) {
+                switch note {
+                case .frame(let frame, let device):
+                    statistics.frames &+= 1
+                    deliver(scene.handle(frame), device: device, fromInput: true)
+                case .accepted(let device):
+                    logger.info("touchscreen added", metadata: Self.metadata(of: device))
+                case .ignored(let device, let reason):
+                    var metadata = Self.metadata(of: device)
+                    metadata["reason"] = "\(reason)"
+                    logger.info("input device ignored", metadata: metadata)
+                case .removed(let device, let wasUsed):
+                    guard wasUsed else {
+                        logger.debug("input device removed", metadata: Self.metadata(of: device))
+                        continue
+                    }
+                    logger.info("touchscreen removed", metadata: Self.metadata(of: device))
+                    if router.touchscreens.isEmpty { logWaiting() }
+                }
+            }
+        }
+    }
+
+    /// Hands the output's actions to their executors and logs its events and diagnostics.
+    private func deliver(_ output: Output, device: DeviceInfo?, fromInput: Bool) {
+        sceneDeadline = output.nextDeadline
+        for entry in output.entries {
+            switch entry {
+            case .event(let record):
+                statistics.controlEvents &+= 1
+                logger.debug(
+                    "control event",
+                    metadata: [
+                        "control.id": "\(record.control)", "event": "\(configuration.name(of: record.event))",
+                        "contact": "\(record.contact.map { "\($0)" } ?? "-")", "state": "\(record.state)",
+                    ])
+            case .action(let action):
+                statistics.actions &+= 1
+                dispatch(action, device: device, fromInput: fromInput)
+            }
+        }
+        for diagnostic in output.diagnostics { report(diagnostic) }
+    }
+
+    private func dispatch(_ action: ResolvedAction, device: DeviceInfo?, fromInput: Bool) {
+        let event = configuration.name(of: action.event)
+        guard let targetName = action.target,
+            let target = configuration.targets.first(where: { $0.name == targetName })
+        else {
+            statistics.unhandledActions &+= 1
+            logger.debug(
+                "action not handled by any responder",
+                metadata: ["action": "\(action.action)", "control.id": "\(action.control)", "event": "\(event)"])
+            return
+        }
+        switch target.kind {
+        case .socket:
+            sockets.submit(
+                ActionDelivery(
+                    action: action.action, target: targetName, control: action.control, event: event,
+                    timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
+                    y: action.location?.y, value: action.value, responder: action.responder?.id,
+                    device: device?.sysname, generation: generation))
+            if fromInput { processing.record(monotonicMicroseconds().saturatingSubtract(action.time.microseconds)) }
+        case .exec:
+            statistics.actionsNotRun &+= 1
+            if commandTargetsWarned.insert(targetName).inserted {
+                logger.warning(
+                    "command targets are not run by this version of touchd; the action was dropped",
+                    metadata: ["target": "\(targetName)", "action": "\(action.action)"])
+            }
+        }
+        logger.debug(
+            "action", metadata: ["action": "\(action.action)", "target": "\(targetName)", "event": "\(event)"])
+    }
+
+    private func report(_ diagnostic: Diagnostic) {
+        statistics.diagnostics &+= 1
+        let level: Logger.Level
+        switch diagnostic {
+        case .contactLimitReached:
+            statistics.contactsOverLimit &+= 1
+            level = .warning
+        case .unexpectedTransition: level = .error
+        case .trackingCancelled(_, _, let reason): level = reason == .stuck ? .warning : .debug
+        case .timeWentBackwards, .controlBusy: level = .debug
+        case .unknownContact, .contactRestarted, .invalidLocation: level = .warning
+        case .unknownControl, .unknownScreen, .unknownTarget, .targetDoesNotRespond, .invalidValue: level = .info
+        }
+        guard level > .debug else {
+            logger.debug("\(diagnostic)")
+            return
+        }
+        switch diagnosticLimit.check(now: monotonicMicroseconds()) {
+        case .suppress: return
+        case .pass(let suppressed):
+            var metadata: Logger.Metadata = [:]
+            if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+            logger.log(level: level, "\(diagnostic)", metadata: metadata)
+        }
+    }
+
+    // MARK: - Reload and stop
+
+    private func reload() {
+        notifier.reloading()
+        logger.info("reloading the configuration", metadata: ["config": "\(configurationPath)"])
+        let loaded: Configuration
+        let newScene: Scene
+        switch ConfigurationLoader.load(path: configurationPath) {
+        case .failure(let error):
+            return reloadFailed(error.lines)
+        case .success(let configuration):
+            do {
+                newScene = try configuration.makeScene()
+            } catch {
+                return reloadFailed(error.problems.map { "\(configurationPath): error: \($0)" })
+            }
+            loaded = configuration
+        }
+        // Contacts that are down belong to the old layout: they end there, with touchCancel, and the router ignores
+        // them until they lift, so the new layout never sees a touch that began nowhere.
+        cancelActiveContacts()
+        configuration = loaded
+        scene = newScene
+        sceneDeadline = nil
+        generation += 1
+        statistics.reloads &+= 1
+        let notes = router.reconfigure(output: loaded.output, allowList: loaded.devices)
+        sockets.configure(loaded.socketTargets)
+        commandTargetsWarned = []
+        for note in notes {
+            switch note {
+            case .accepted(let device): logger.info("touchscreen now used", metadata: Self.metadata(of: device))
+            case .ignored(let device, let reason):
+                var metadata = Self.metadata(of: device)
+                metadata["reason"] = "\(reason)"
+                logger.info("touchscreen no longer used", metadata: metadata)
+            case .frame, .removed: break
+            }
+        }
+        logger.info(
+            "configuration reloaded",
+            metadata: ["generation": "\(generation)", "controls": "\(loaded.controls.count)"])
+        lastStatus = statusText
+        notifier.ready(status: lastStatus)
+    }
+
+    private func reloadFailed(_ lines: [String]) {
+        statistics.reloadFailures &+= 1
+        for line in lines { logger.error("\(line)") }
+        logger.error(
+            "reload failed; the previous configuration stays in use",
+            metadata: ["generation": "\(generation)", "problems": "\(lines.count)"])
+        let first = lines.first ?? "unknown error"
+        notifier.notify(["READY=1", "STATUS=reload failed: \(first)"])
+    }
+
+    /// A SIGHUP with no touchscreen in use also retries the devices libinput could not open (fault-cases.md D2).
+    private func rescanIfNoTouchscreen() {
+        guard router.touchscreens.isEmpty, let input else { return }
+        logger.info("no touchscreen in use: rescanning the seat", metadata: ["seat": "\(configuration.seat)"])
+        input.rescan()
+        handle(input.dispatch())
+    }
+
+    private func cancelActiveContacts() {
+        let contacts = router.activeContacts
+        guard !contacts.isEmpty else { return }
+        deliver(
+            scene.handle(Frame(time: scene.now, samples: contacts.map { .cancelled($0) })), device: nil,
+            fromInput: false)
+    }
+
+    private func shutdown() -> Int32 {
+        notifier.stopping()
+        logger.info("stopping")
+        cancelActiveContacts()
+        sockets.stop(flushTimeoutMicroseconds: 1_000_000)
+        logger.info("processing latency", metadata: processing.summary.mapValues { .string($0) })
+        logger.info(
+            "touchd stopped",
+            metadata: [
+                "frames": "\(statistics.frames)", "actions": "\(statistics.actions)",
+                "unhandled_actions": "\(statistics.unhandledActions)",
+                "contacts_over_limit": "\(statistics.contactsOverLimit)",
+                "reloads": "\(statistics.reloads)", "reload_failures": "\(statistics.reloadFailures)",
+                "libinput_lost_event_warnings": "\(input?.lostEventWarnings ?? 0)",
+            ])
+        return 0
+    }
+
+    // MARK: - Status
+
+    private var statusText: String {
+        let screens = router.touchscreens
+        switch screens.count {
+        case 0: return "waiting for a touchscreen"
+        case 1: return "1 touchscreen: \(screens[0].name)"
+        default: return "\(screens.count) touchscreens: \(screens.map(\.name).joined(separator: ", "))"
+        }
+    }
+
+    private func updateStatusIfChanged() {
+        let status = statusText
+        guard status != lastStatus else { return }
+        lastStatus = status
+        notifier.status(status)
+    }
+
+    private func logWaiting() {
+        logger.info("waiting for a touchscreen", metadata: ["seat": "\(configuration.seat)"])
+    }
+
+    static func metadata(of device: DeviceInfo) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "device.name": "\(device.name)", "device.sysname": "\(device.sysname)",
+            "device.vendor": "\(DeviceInfo.hex(device.vendor))", "device.product": "\(DeviceInfo.hex(device.product))",
+        ]
+        if let width = device.widthMillimetres, let height = device.heightMillimetres {
+            metadata["device.size_mm"] = "\(Int(exactly: width.rounded()) ?? 0)x\(Int(exactly: height.rounded()) ?? 0)"
+        }
+        if let node = device.devnode { metadata["device.node"] = "\(node)" }
+        if device.touchCount > 0 { metadata["device.contacts"] = "\(device.touchCount)" }
+        return metadata
+    }
+}
+
+extension UInt64 {
+    /// `self − other`, or 0 when `other` is larger.
+    func saturatingSubtract(_ other: UInt64) -> UInt64 { self >= other ? self - other : 0 }
+}

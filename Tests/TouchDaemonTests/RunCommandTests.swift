@@ -1,0 +1,183 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import TouchDaemon
+
+/// `touchd run` as systemd runs it, on a machine without touchscreens: readiness, reloads that keep or replace the
+/// configuration, signals, exit statuses. Contacts through real kernel input are the end-to-end test's job.
+@Suite("touchd run", .serialized)
+struct RunCommandTests {
+    /// A bound datagram socket standing in for systemd's NOTIFY_SOCKET.
+    final class NotifySocket {
+        let path: String
+        let fd: Int32
+
+        init(path: String) throws {
+            self.path = path
+            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            try #require(fd >= 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+                for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+            }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            try #require(bound == 0, "cannot bind \(path)")
+        }
+
+        deinit { close(fd) }
+
+        /// The next notification's lines, waiting at most `seconds`.
+        func next(within seconds: Int32 = 20) -> [String]? {
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, seconds * 1000) == 1 else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { return nil }
+            return String(decoding: buffer.prefix(count), as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+    }
+
+    struct Daemon {
+        let process: Process
+        let standardError: URL
+
+        var errorText: String { (try? String(contentsOf: standardError, encoding: .utf8)) ?? "" }
+
+        func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+        func exitStatus() -> Int32 {
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    static func start(config: String, notify: NotifySocket, directory: URL) throws -> Daemon {
+        let errURL = directory.appendingPathComponent("stderr")
+        try Data().write(to: errURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        let process = Process()
+        process.executableURL = try CheckCommandTests.executable()
+        process.arguments = ["run", "--config", config]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = notify.path
+        environment["JOURNAL_STREAM"] = nil
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = err
+        try process.run()
+        try err.close()
+        return Daemon(process: process, standardError: errURL)
+    }
+
+    static let valid = """
+        [output]
+        width = 1000
+        height = 1000
+
+        [targets.kiosk]
+        socket = "/run/touchd-test/absent.sock"
+        responds_to = ["a"]
+
+        [[control]]
+        id = "a"
+        kind = "button"
+        frame = { x = 100, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["touchUpInside"], target = "kiosk", action = "a" }]
+
+        """
+
+    @Test func readyReloadAndStop() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("touchd.toml")
+        try Self.valid.write(to: config, atomically: true, encoding: .utf8)
+        let notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
+        let daemon = try Self.start(config: config.path, notify: notify, directory: directory)
+        defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
+
+        // READY=1 without a touchscreen (O1, D1).
+        let ready = try #require(notify.next(), "no READY=1; stderr:\n\(daemon.errorText)")
+        #expect(ready == ["READY=1", "STATUS=waiting for a touchscreen"])
+
+        // SIGHUP, SIGINT and SIGTERM are blocked in every thread by the time READY=1 is sent, so a SIGHUP can never
+        // hit a default handler (systemd v262 fails notify-reload services that neither catch nor block it).
+        let tasks = try FileManager.default.contentsOfDirectory(
+            atPath: "/proc/\(daemon.process.processIdentifier)/task")
+        #expect(!tasks.isEmpty)
+        for task in tasks {
+            let status = try String(
+                contentsOfFile: "/proc/\(daemon.process.processIdentifier)/task/\(task)/status", encoding: .utf8)
+            let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") })
+            let mask = try #require(
+                UInt64(line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16))
+            for signal in [SIGHUP, SIGINT, SIGTERM] {
+                #expect(mask & (1 << UInt64(signal - 1)) != 0, "thread \(task) does not block signal \(signal)")
+            }
+        }
+
+        // A broken file is refused and the running configuration kept (C17).
+        try "[output\nwidth = 1000\n".write(to: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        let reloading = try #require(notify.next())
+        #expect(reloading.first == "RELOADING=1")
+        #expect(reloading.contains { $0.hasPrefix("MONOTONIC_USEC=") && UInt64($0.dropFirst(15)) != nil })
+        let refused = try #require(notify.next())
+        #expect(refused.first == "READY=1")
+        #expect(refused.contains { $0.hasPrefix("STATUS=reload failed: \(config.path):1:") })
+        #expect(daemon.process.isRunning)
+
+        // A valid file replaces it (C16).
+        try Self.valid.replacingOccurrences(of: "width = 200", with: "width = 300")
+            .write(to: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(notify.next()?.first == "RELOADING=1")
+        #expect(notify.next() == ["READY=1", "STATUS=waiting for a touchscreen"])
+
+        // SIGTERM stops gracefully (O4).
+        daemon.signal(SIGTERM)
+        #expect(notify.next() == ["STOPPING=1", "STATUS=stopping"])
+        #expect(daemon.exitStatus() == 0)
+        let log = daemon.errorText
+        #expect(log.contains("reload failed; the previous configuration stays in use generation=1"))
+        #expect(log.contains("configuration reloaded controls=1 generation=2"))
+        #expect(log.contains("processing latency"))
+        #expect(log.contains("touchd stopped"))
+    }
+
+    /// C1: an invalid configuration at start is refused with every problem and exit 78 (EX_CONFIG); READY=1 is never
+    /// sent.
+    @Test func invalidConfigurationAtStartExits78() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("touchd.toml")
+        try "[output]\nwidth = -5\nheight = 1000\n".write(to: config, atomically: true, encoding: .utf8)
+        let notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
+        let daemon = try Self.start(config: config.path, notify: notify, directory: directory)
+        #expect(daemon.exitStatus() == 78)
+        #expect(daemon.errorText.contains("error: \(config.path):2:"))
+        let status = notify.next(within: 1)
+        #expect(status?.first?.hasPrefix("STATUS=configuration invalid: ") == true)
+        #expect(status?.contains("READY=1") == false)
+    }
+
+    @Test func sigintStopsLikeSigterm() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("touchd.toml")
+        try Self.valid.write(to: config, atomically: true, encoding: .utf8)
+        let notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
+        let daemon = try Self.start(config: config.path, notify: notify, directory: directory)
+        defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
+        #expect(notify.next()?.first == "READY=1")
+        daemon.signal(SIGINT)
+        #expect(notify.next()?.first == "STOPPING=1")
+        #expect(daemon.exitStatus() == 0)
+    }
+}

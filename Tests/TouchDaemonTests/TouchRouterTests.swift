@@ -1,0 +1,187 @@
+import Testing
+import TouchModel
+
+@testable import TouchDaemon
+
+/// The input layer's pure half: which devices are used, how their contacts become frames, and what happens on
+/// unplug and reload (fault-cases.md D3, D7, D8, D10, D11, D14).
+struct TouchRouterTests {
+    static let output = Configuration.Output(width: 1000, height: 500, rotation: 0, calibration: nil)
+
+    static func device(
+        _ id: Int, name: String = "ILITEK ILITEK-TP", vendor: Int = 0x222a, product: Int = 0x0001,
+        touch: Bool = true, links: [String] = []
+    ) -> DeviceInfo {
+        DeviceInfo(
+            id: id, name: name, sysname: "event\(id)", vendor: vendor, product: product, widthMillimetres: 300,
+            heightMillimetres: 150, devnode: "/dev/input/event\(id)", links: links, isTouchscreen: touch,
+            touchCount: touch ? 10 : 0)
+    }
+
+    static func touch(
+        _ kind: TouchEvent.Kind, device: Int = 1, slot: Int = 0, time: UInt64 = 1000, x: Double? = nil,
+        y: Double? = nil
+    ) -> InputEvent {
+        .touch(TouchEvent(device: device, kind: kind, seatSlot: slot, slot: slot, time: time, x: x, y: y))
+    }
+
+    static func frames(_ notes: [TouchRouter.Note]) -> [Frame] {
+        notes.compactMap {
+            if case .frame(let frame, _) = $0 { frame } else { nil }
+        }
+    }
+
+    @Test func touchscreensAreUsedAndOtherDevicesIgnored() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        #expect(router.handle(.deviceAdded(Self.device(1)), now: 0) == [.accepted(Self.device(1))])
+        let keyboard = Self.device(2, name: "AT Translated Set 2 keyboard", touch: false)
+        #expect(router.handle(.deviceAdded(keyboard), now: 0) == [.ignored(keyboard, reason: "not a touchscreen")])
+        #expect(router.touchscreens == [Self.device(1)])
+    }
+
+    @Test func samplesWaitForTheFrameAndAreMappedOntoTheOutput() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        #expect(router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0).isEmpty)
+        #expect(router.handle(Self.touch(.down, slot: 1, x: 0.1, y: 0.2), now: 0).isEmpty)
+        let notes = router.handle(Self.touch(.frame, slot: -1, time: 1234), now: 0)
+        #expect(
+            Self.frames(notes) == [
+                Frame(
+                    time: Instant(microseconds: 1234),
+                    samples: [.began(0, at: Point(x: 500, y: 250)), .began(1, at: Point(x: 100, y: 100))])
+            ])
+        #expect(router.activeContacts == [0, 1])
+        _ = router.handle(Self.touch(.up, slot: 0), now: 0)
+        let up = Self.frames(router.handle(Self.touch(.frame, slot: -1, time: 2000), now: 0))
+        #expect(up == [Frame(time: Instant(microseconds: 2000), samples: [.ended(0)])])
+        #expect(router.activeContacts == [1])
+    }
+
+    @Test func anEmptyFrameIsNotPassedOn() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        #expect(router.handle(Self.touch(.frame, slot: -1), now: 0).isEmpty)
+    }
+
+    /// D8: a single-touch device reports slot −1; the seat slot is the key.
+    @Test func singleTouchDevicesAreKeyedBySeatSlot() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        let down = InputEvent.touch(
+            TouchEvent(device: 1, kind: .down, seatSlot: 3, slot: -1, time: 10, x: 0, y: 0))
+        _ = router.handle(down, now: 0)
+        let frames = Self.frames(router.handle(Self.touch(.frame, slot: -1, time: 10), now: 0))
+        #expect(frames.first?.samples == [.began(3, at: Point(x: 0, y: 0))])
+    }
+
+    /// D11: positions beyond the device's range map outside the output, where they touch nothing; non-finite
+    /// positions become samples the scene rejects with a diagnostic.
+    @Test func outOfRangeAndNonFinitePositionsDoNotTrap() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 0, x: 7.5, y: -3), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 1, x: .infinity, y: .nan), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 2, x: 1e308, y: -1e308), now: 0)
+        let samples = Self.frames(router.handle(Self.touch(.frame, slot: -1), now: 0)).first?.samples ?? []
+        #expect(samples.count == 3)
+        #expect(samples[0].location == Point(x: 7500, y: -1500))
+        #expect(samples[1].location?.isFinite == false)
+        #expect(samples[2].location?.isFinite == false)
+    }
+
+    /// D3: a device removed with contacts down cancels them, even if libinput sent no TOUCH_CANCEL first.
+    @Test func unplugCancelsTheDevicesContacts() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        _ = router.handle(.deviceAdded(Self.device(2)), now: 0)
+        _ = router.handle(Self.touch(.down, device: 1, slot: 0, x: 0.5, y: 0.5), now: 0)
+        _ = router.handle(Self.touch(.frame, device: 1, slot: -1), now: 0)
+        _ = router.handle(Self.touch(.down, device: 2, slot: 1, x: 0.5, y: 0.5), now: 0)
+        _ = router.handle(Self.touch(.frame, device: 2, slot: -1), now: 0)
+        let notes = router.handle(.deviceRemoved(id: 1), now: 5000)
+        #expect(
+            notes == [
+                .frame(Frame(time: Instant(microseconds: 5000), samples: [.cancelled(0)]), device: Self.device(1)),
+                .removed(Self.device(1), wasUsed: true),
+            ])
+        #expect(router.activeContacts == [1])
+        #expect(router.touchscreens == [Self.device(2)])
+        // Removing it again, or an unknown device, is harmless.
+        #expect(router.handle(.deviceRemoved(id: 1), now: 5000).isEmpty)
+    }
+
+    /// libinput's own TOUCH_CANCEL before DEVICE_REMOVED: the contact is cancelled once, not twice.
+    @Test func libinputCancelThenRemovalCancelsOnce() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0)
+        _ = router.handle(Self.touch(.frame, slot: -1), now: 0)
+        _ = router.handle(Self.touch(.cancel, slot: 0), now: 0)
+        let cancelled = Self.frames(router.handle(Self.touch(.frame, slot: -1, time: 3000), now: 0))
+        #expect(cancelled.first?.samples == [.cancelled(0)])
+        #expect(router.handle(.deviceRemoved(id: 1), now: 4000) == [.removed(Self.device(1), wasUsed: true)])
+    }
+
+    /// D14: the allow-list matches names and paths as globs, ids exactly, every given matcher at once.
+    @Test(arguments: [
+        (Configuration.DeviceMatch(name: "ILITEK*"), true),
+        (Configuration.DeviceMatch(name: "eGalax*"), false),
+        (Configuration.DeviceMatch(vendor: 0x222a, product: 0x0001), true),
+        (Configuration.DeviceMatch(name: "ILITEK*", vendor: 0x0eef), false),
+        (Configuration.DeviceMatch(path: "/dev/input/by-path/*-event"), true),
+        (Configuration.DeviceMatch(path: "pci-0000:00:14.0-usb-0:1:1.0"), true),
+        (Configuration.DeviceMatch(path: "/dev/input/event1"), true),
+        (Configuration.DeviceMatch(path: "/dev/input/event2"), false),
+    ])
+    func allowList(match: Configuration.DeviceMatch, used: Bool) {
+        var router = TouchRouter(output: Self.output, allowList: [match])
+        let device = Self.device(
+            1, links: ["/dev/input/by-path/pci-0000:00:14.0-usb-0:1:1.0-event", "pci-0000:00:14.0-usb-0:1:1.0"])
+        let notes = router.handle(.deviceAdded(device), now: 0)
+        #expect(notes == [used ? .accepted(device) : .ignored(device, reason: "no [[device]] entry matches it")])
+        // Events of an ignored device never reach the scene.
+        _ = router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0)
+        #expect(Self.frames(router.handle(Self.touch(.frame, slot: -1), now: 0)).isEmpty == !used)
+    }
+
+    /// Several touchscreens each cover their own part of the output.
+    @Test func deviceRegionsSplitTheOutput() {
+        let left = Configuration.DeviceMatch(name: "left", region: Rect(x: 0, y: 0, width: 500, height: 500))
+        let right = Configuration.DeviceMatch(name: "right", region: Rect(x: 500, y: 0, width: 500, height: 500))
+        var router = TouchRouter(output: Self.output, allowList: [left, right])
+        _ = router.handle(.deviceAdded(Self.device(1, name: "left")), now: 0)
+        _ = router.handle(.deviceAdded(Self.device(2, name: "right")), now: 0)
+        _ = router.handle(Self.touch(.down, device: 2, slot: 0, x: 0.5, y: 0.5), now: 0)
+        let frames = Self.frames(router.handle(Self.touch(.frame, device: 2, slot: -1), now: 0))
+        #expect(frames.first?.samples == [.began(0, at: Point(x: 750, y: 250))])
+    }
+
+    /// A reload orphans the contacts that are down: the caller cancels them in the old scene, and the router drops
+    /// their remaining events until they lift, so the new scene never sees a touch that began nowhere.
+    @Test func reloadOrphansContactsUntilTheyLift() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0)
+        _ = router.handle(Self.touch(.frame, slot: -1), now: 0)
+        #expect(router.activeContacts == [0])
+        #expect(router.reconfigure(output: Self.output, allowList: []).isEmpty)
+        #expect(router.activeContacts.isEmpty)
+        _ = router.handle(Self.touch(.motion, slot: 0, x: 0.6, y: 0.6), now: 0)
+        _ = router.handle(Self.touch(.up, slot: 0), now: 0)
+        #expect(router.handle(Self.touch(.frame, slot: -1), now: 0).isEmpty)
+        #expect(router.droppedEvents == 2)
+        // The slot is free again: a new touch in it reaches the scene.
+        _ = router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0)
+        #expect(Self.frames(router.handle(Self.touch(.frame, slot: -1), now: 0)).count == 1)
+    }
+
+    @Test func reloadReportsDevicesWhoseUseChanged() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        _ = router.handle(.deviceAdded(Self.device(2, name: "eGalax")), now: 0)
+        let notes = router.reconfigure(output: Self.output, allowList: [Configuration.DeviceMatch(name: "eGalax")])
+        #expect(notes == [.ignored(Self.device(1), reason: "no [[device]] entry matches it")])
+        #expect(router.touchscreens == [Self.device(2, name: "eGalax")])
+    }
+}
