@@ -20,7 +20,7 @@ struct Run: ParsableCommand {
     @OptionGroup var options: ConfigOption
 
     @Option(help: ArgumentHelp("Least severe level logged: trace, debug, info, notice, warning, error, critical."))
-    var logLevel: Logger.Level = .info
+    var logLevel: LogLevel = .info
 
     func run() throws {
         // Before any thread of ours starts, so that every thread inherits the blocked signals.
@@ -28,7 +28,7 @@ struct Run: ParsableCommand {
             printError("touchd: error: cannot set up signal handling: \(String(cString: strerror(errno)))")
             throw ExitCode(71)  // EX_OSERR
         }
-        let logger = Self.makeLogger(level: logLevel)
+        let logger = Self.makeLogger(level: logLevel.level)
         let notifier = Notifier.fromEnvironment()
         let configuration: Configuration
         switch ConfigurationLoader.load(path: options.config) {
@@ -72,7 +72,12 @@ struct Run: ParsableCommand {
     }
 }
 
-extension Logger.Level: @retroactive ExpressibleByArgument {}
+/// `--log-level`: swift-log's levels, by their names.
+enum LogLevel: String, CaseIterable, ExpressibleByArgument {
+    case trace, debug, info, notice, warning, error, critical
+
+    var level: Logger.Level { Logger.Level(rawValue: rawValue) ?? .info }
+}
 
 /// Runs `body` on a new thread of its own, named `name` (as `top -H` shows it), and waits for its result.
 func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Int32) -> Int32 {
