@@ -3,12 +3,14 @@ struct Options: Equatable {
     var touchd: String?
     var verbose = false
     var taps = 100
+    /// touchd's `--log-level`: info, as on a kiosk, so the latency figures include no debug logging.
+    var logLevel = "info"
     var selfTest = false
     var withoutTouchscreen = false
     var help = false
 
     static let usage = """
-        usage: touchd-e2e --touchd PATH [--verbose] [--taps N]
+        usage: touchd-e2e --touchd PATH [--verbose] [--taps N] [--log-level LEVEL]
                touchd-e2e --self-test [--touchd PATH] [--verbose]
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
 
@@ -17,6 +19,8 @@ struct Options: Equatable {
 
           --touchd PATH  the touchd executable to test
           --taps N       taps in the latency run (default 100, 1…10000)
+          --log-level L  touchd's --log-level (default info, as on a kiosk; debug logs every control event, which
+                         shows in the last lines printed on failure but slows touchd down)
           --verbose      echo touchd's output, the notify datagrams, the target's lines and the frames written
           --self-test    check the driver's own parts that need no uinput (parsing, statistics, expectations,
                          sockets, process handling); with --touchd, also `touchd check` on the generated
@@ -48,6 +52,13 @@ struct Options: Equatable {
                     throw UsageError("--taps takes a whole number from 1 to 10000, not '\(text)'")
                 }
                 options.taps = taps
+            case "--log-level":
+                let text = try value(for: argument)
+                let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+                guard levels.contains(text) else {
+                    throw UsageError("--log-level takes one of \(levels.joined(separator: ", ")), not '\(text)'")
+                }
+                options.logLevel = text
             case "--verbose": options.verbose = true
             case "--self-test": options.selfTest = true
             case "--without-touchscreen": options.withoutTouchscreen = true

@@ -111,7 +111,7 @@ final class Scenario {
         let started = monotonicNow()
         let daemon = try attempt { () throws(DriverError) in
             try Daemon(
-                executable: touchd, arguments: ["run", "--config", configPath, "--log-level", "debug"],
+                executable: touchd, arguments: ["run", "--config", configPath, "--log-level", options.logLevel],
                 environment: ["NOTIFY_SOCKET": notify.path], removing: Self.scrubbedEnvironment,
                 echoPrefix: options.verbose ? "touchd| " : nil)
         }

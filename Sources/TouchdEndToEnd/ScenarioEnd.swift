@@ -134,6 +134,12 @@ extension Scenario {
             report.note(
                 "touchd processing latency (its own figures): samples=\(line.samples!) p50=\(line.p50!)µs "
                     + "p99=\(line.p99!)µs max=\(line.maximum!)µs")
+            if let p50 = line.figure("handling_p50_us"), let p99 = line.figure("handling_p99_us"),
+                let maximum = line.figure("handling_max_us")
+            {
+                report.note(
+                    "  of which inside touchd (poll returned → executor): p50=\(p50)µs p99=\(p99)µs max=\(maximum)µs")
+            }
         }
         report.note("touchd said: \(line.line)")
     }

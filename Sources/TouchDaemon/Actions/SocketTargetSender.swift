@@ -108,25 +108,35 @@ final class SocketTargetSender: Sendable {
     /// `stop` has begun, deliveries are dropped and counted. Wakes the sender thread only when the queue was empty:
     /// otherwise it already knows there is work.
     func submit(_ delivery: ActionDelivery) {
+        submit(CollectionOfOne(delivery))
+    }
+
+    /// Queues several deliveries under one lock and wakes the sender thread at most once: the input loop hands over
+    /// everything one batch of input produced together, so the wake-up (and the sender thread it may schedule)
+    /// comes after the whole batch, not between two of its actions.
+    func submit(_ deliveries: some Sequence<ActionDelivery>) {
         let wake = core.state.withLock { state -> Bool in
-            guard case .running = state.phase else {
-                if state.statistics[delivery.target] != nil {
-                    state.statistics[delivery.target]!.dropped.saturatingAdd(1)
-                } else {
-                    state.unknownTargetDeliveries.saturatingAdd(1)
+            var wake = false
+            for delivery in deliveries {
+                guard case .running = state.phase else {
+                    if state.statistics[delivery.target] != nil {
+                        state.statistics[delivery.target]!.dropped.saturatingAdd(1)
+                    } else {
+                        state.unknownTargetDeliveries.saturatingAdd(1)
+                    }
+                    continue
                 }
-                return false
+                guard state.entries[delivery.target] != nil else {
+                    state.unknownTargetDeliveries.saturatingAdd(1)
+                    continue
+                }
+                if state.entries[delivery.target]!.queue.isEmpty { wake = true }
+                if state.entries[delivery.target]!.queue.append(delivery) != nil {
+                    state.entries[delivery.target]!.overflowed.saturatingAdd(1)
+                    state.statistics[delivery.target]!.dropped.saturatingAdd(1)
+                }
             }
-            guard state.entries[delivery.target] != nil else {
-                state.unknownTargetDeliveries.saturatingAdd(1)
-                return false
-            }
-            let wasEmpty = state.entries[delivery.target]!.queue.isEmpty
-            if state.entries[delivery.target]!.queue.append(delivery) != nil {
-                state.entries[delivery.target]!.overflowed.saturatingAdd(1)
-                state.statistics[delivery.target]!.dropped.saturatingAdd(1)
-            }
-            return wasEmpty
+            return wake
         }
         if wake { UnixSocket.wake(core.wakeSender) }
     }

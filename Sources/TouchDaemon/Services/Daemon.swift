@@ -35,6 +35,14 @@ final class Daemon {
     private(set) var statistics = Statistics()
     /// From each frame's libinput timestamp to its actions being handed to their executor.
     private(set) var processing = LatencyHistogram()
+    /// The part of `processing` spent inside touchd: from `poll` returning to the actions being handed over. The rest
+    /// is the kernel and the scheduler waking the input thread.
+    private(set) var handling = LatencyHistogram()
+    /// When `poll` last returned.
+    private var wokeAt: UInt64 = 0
+    /// Socket deliveries of the current batch of input, handed over together by ``handOver()``; `fromInput` says
+    /// whether its time is an input event's (and so counts in the processing-time figures).
+    private var outbox: [(delivery: ActionDelivery, fromInput: Bool)] = []
     private var sceneDeadline: Instant?
     private var nextWatchdog: UInt64?
     private var commandTargetsWarned: Set<String> = []
@@ -89,6 +97,7 @@ final class Daemon {
         while true {
             pingWatchdogIfDue()
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout())
+            wokeAt = monotonicMicroseconds()
             if ready < 0 && errno != EINTR {
                 logger.critical("poll failed: \(LibinputContext.errnoText())")
                 return 70  // EX_SOFTWARE
@@ -110,6 +119,7 @@ final class Daemon {
                 deliver(
                     scene.advance(to: Instant(microseconds: monotonicMicroseconds())), device: nil, fromInput: false)
             }
+            handOver()
             updateStatusIfChanged()
         }
     }
@@ -193,13 +203,12 @@ final class Daemon {
         }
         switch target.kind {
         case .socket:
-            sockets.submit(
-                ActionDelivery(
-                    action: action.action, target: targetName, control: action.control, event: event,
-                    timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
-                    y: action.location?.y, value: action.value, responder: action.responder?.id,
-                    device: device?.sysname, generation: generation))
-            if fromInput { processing.record(monotonicMicroseconds().saturatingSubtract(action.time.microseconds)) }
+            let delivery = ActionDelivery(
+                action: action.action, target: targetName, control: action.control, event: event,
+                timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
+                y: action.location?.y, value: action.value, responder: action.responder?.id,
+                device: device?.sysname, generation: generation)
+            outbox.append((delivery, fromInput))
         case .exec:
             statistics.actionsNotRun &+= 1
             if commandTargetsWarned.insert(targetName).inserted {
@@ -238,6 +247,19 @@ final class Daemon {
         }
     }
 
+    /// Hands the batch's deliveries to the socket sender in one call, and records how long each input event took
+    /// to get here: from its libinput timestamp (processing) and from `poll` returning (handling).
+    private func handOver() {
+        guard !outbox.isEmpty else { return }
+        let now = monotonicMicroseconds()
+        for (delivery, fromInput) in outbox where fromInput {
+            processing.record(now.saturatingSubtract(delivery.timeMicroseconds))
+            handling.record(now.saturatingSubtract(wokeAt))
+        }
+        sockets.submit(outbox.lazy.map(\.delivery))
+        outbox.removeAll(keepingCapacity: true)
+    }
+
     // MARK: - Reload and stop
 
     private func reload() {
@@ -257,8 +279,10 @@ final class Daemon {
             loaded = configuration
         }
         // Contacts that are down belong to the old layout: they end there, with touchCancel, and the router ignores
-        // them until they lift, so the new layout never sees a touch that began nowhere.
+        // them until they lift, so the new layout never sees a touch that began nowhere. Their actions go out under
+        // the old targets, before the sender is reconfigured.
         cancelActiveContacts()
+        handOver()
         configuration = loaded
         scene = newScene
         sceneDeadline = nil
@@ -314,8 +338,12 @@ final class Daemon {
         notifier.stopping()
         logger.info("stopping")
         cancelActiveContacts()
+        handOver()
         sockets.stop(flushTimeoutMicroseconds: 1_000_000)
-        logger.info("processing latency", metadata: processing.summary.mapValues { .string($0) })
+        // From libinput's event timestamp to the executor (the contract's figure), and the in-process part of it.
+        var latency = processing.summary.mapValues { Logger.MetadataValue.string($0) }
+        for (key, value) in handling.summary where key != "samples" { latency["handling_\(key)"] = .string(value) }
+        logger.info("processing latency", metadata: latency)
         logger.info(
             "touchd stopped",
             metadata: [
