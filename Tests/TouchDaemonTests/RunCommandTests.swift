@@ -57,7 +57,9 @@ struct RunCommandTests {
         }
     }
 
-    static func start(config: String, notify: NotifySocket, directory: URL) throws -> Daemon {
+    static func start(
+        config: String, notify: NotifySocket, directory: URL, environment extra: [String: String] = [:]
+    ) throws -> Daemon {
         let errURL = directory.appendingPathComponent("stderr")
         try Data().write(to: errURL)
         let err = try FileHandle(forWritingTo: errURL)
@@ -67,6 +69,9 @@ struct RunCommandTests {
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.path
         environment["JOURNAL_STREAM"] = nil
+        environment["WATCHDOG_USEC"] = nil
+        environment["WATCHDOG_PID"] = nil
+        environment.merge(extra) { $1 }
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
@@ -165,6 +170,44 @@ struct RunCommandTests {
         let status = notify.next(within: 1)
         #expect(status?.first?.hasPrefix("STATUS=configuration invalid: ") == true)
         #expect(status?.contains("READY=1") == false)
+    }
+
+    /// O2: with `WatchdogSec=` (WATCHDOG_USEC) the input loop pings `WATCHDOG=1` at least every half interval, even
+    /// with no input at all; without it, an idle daemon sends nothing.
+    @Test func watchdogPingsComeFromTheInputLoop() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("touchd.toml")
+        try Self.valid.write(to: config, atomically: true, encoding: .utf8)
+        let notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
+        let daemon = try Self.start(
+            config: config.path, notify: notify, directory: directory, environment: ["WATCHDOG_USEC": "200000"])
+        defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
+        #expect(notify.next()?.first == "READY=1")
+        for _ in 0..<3 {
+            #expect(notify.next(within: 20) == ["WATCHDOG=1"], "stderr:\n\(daemon.errorText)")
+        }
+        daemon.signal(SIGTERM)
+        var stopping = false
+        while let message = notify.next(within: 20) {
+            if message.first == "STOPPING=1" {
+                stopping = true
+                break
+            }
+        }
+        #expect(stopping)
+        #expect(daemon.exitStatus() == 0)
+        #expect(daemon.errorText.contains("systemd watchdog enabled interval_us=200000"))
+
+        // A WATCHDOG_PID naming another process means the watchdog is not ours: no pings.
+        let quiet = try Self.start(
+            config: config.path, notify: notify, directory: directory,
+            environment: ["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"])
+        defer { if quiet.process.isRunning { quiet.signal(SIGKILL) } }
+        #expect(notify.next()?.first == "READY=1")
+        #expect(notify.next(within: 1) == nil)
+        quiet.signal(SIGTERM)
+        #expect(quiet.exitStatus() == 0)
     }
 
     @Test func sigintStopsLikeSigterm() throws {
