@@ -10,6 +10,7 @@ enum Check: String, CaseIterable {
     case unplugCancels = "unplug-cancels"
     case unplugStatus = "unplug-status"
     case replugWorks = "replug-works"
+    case singleTouchDevice = "single-touch-device"
     case reloadBrokenKept = "reload-broken-kept"
     case oldConfigStillWorks = "old-config-still-works"
     case reloadOK = "reload-ok"

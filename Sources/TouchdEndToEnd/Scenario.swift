@@ -56,6 +56,7 @@ final class Scenario {
             try twoFingers()
             try unplugMidTouch()
             try replug()
+            try singleTouchScreen()
             try reloadBroken()
             try reloadValid()
             try measureLatency()
@@ -246,6 +247,52 @@ final class Scenario {
         let tapFailure = outcome.verdict(Expectation.tap(outcome.messages, control: "a", fields: Self.firstFields))
         let failures = [statusFailure, tapFailure.map { "tap after the replug: \($0)" }].compactMap { $0 }
         report.record(.replugWorks, failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// A second, single-touch screen (no ABS_MT axes: libinput's slot is −1) plugged in next to the multitouch one:
+    /// touchd reports two touchscreens, a tap on the single-touch one works like any other, and unplugging it leaves
+    /// one.
+    func singleTouchScreen() throws(Abort) {
+        var failures: [String] = []
+        let plugged = notify.inbox.count
+        let name = "touchd-e2e single-touch screen"
+        let single = try attempt { () throws(DriverError) in
+            try VirtualTouchscreen(name: name, verbose: options.verbose, singleTouch: true)
+        }
+        let seen = waitNotify(from: plugged, until: monotonicNow() + Limits.readiness) {
+            $0.value("STATUS")?.hasPrefix("2 touchscreens") == true
+        }
+        if let status = seen?.value("STATUS") {
+            if !status.hasSuffix(name) { failures.append("expected the second touchscreen to be '\(name)': \(status)") }
+            let multitouch = device
+            device = single
+            let outcome: Outcome
+            do throws(Abort) {
+                outcome = try tap(at: (200, 200))
+            } catch {
+                device = multitouch
+                throw error
+            }
+            device = multitouch
+            if let failure = outcome.verdict(Expectation.tap(outcome.messages, control: "a", fields: Self.firstFields))
+            {
+                failures.append("tap on the single-touch screen: \(failure)")
+            }
+        } else {
+            failures.append(
+                "expected STATUS=2 touchscreens: … within \(seconds(Limits.readiness)) of creating '\(name)', "
+                    + "STATUS values since: \(statuses(from: plugged))\(exitNote)")
+        }
+        let unplugged = notify.inbox.count
+        single.destroy()
+        let left = waitNotify(from: unplugged, until: monotonicNow() + Limits.readiness) {
+            $0.value("STATUS")?.hasPrefix("1 touchscreen") == true
+        }
+        if left == nil {
+            failures.append("after unplugging '\(name)', STATUS values: \(statuses(from: unplugged))")
+        }
+        report.record(.singleTouchDevice, failures.isEmpty ? nil : failures.joined(separator: "; "))
+        try alive()
     }
 
     // MARK: - 9, 10: reloads

@@ -27,6 +27,9 @@ struct FrameTiming: Sendable, Equatable {
 /// axis 0…9999 at 40 units/mm. The config declares a 1000×1000 output and libinput normalises a value v as
 /// v / (max − min + 1) = v / 10000, so output pixel p is device value p × 10.
 ///
+/// With `singleTouch`, a single-touch screen instead: BTN_TOUCH and ABS_X/Y only, no ABS_MT axes (libinput reports its
+/// contact with slot −1; touchd keys contacts by seat slot, so it must work the same). Only slot 0 is used then.
+///
 /// Used from the scenario's thread only. Closing /dev/uinput (also when the process dies) removes the device, so a
 /// killed driver leaves no device behind.
 final class VirtualTouchscreen {
@@ -40,10 +43,12 @@ final class VirtualTouchscreen {
     private var trackingIDs: [Int: Int32] = [:]
     private var nextTrackingID: Int32 = 1
     private let verbose: Bool
+    private let singleTouch: Bool
 
-    init(name: String, verbose: Bool) throws(DriverError) {
+    init(name: String, verbose: Bool, singleTouch: Bool = false) throws(DriverError) {
         self.name = name
         self.verbose = verbose
+        self.singleTouch = singleTouch
         guard let device = libevdev_new() else { throw DriverError("libevdev_new failed") }
         self.device = device
         libevdev_set_name(device, name)
@@ -57,10 +62,14 @@ final class VirtualTouchscreen {
         let position = input_absinfo(value: 0, minimum: 0, maximum: Self.maximum, fuzz: 0, flat: 0, resolution: 40)
         let slot = input_absinfo(value: 0, minimum: 0, maximum: Self.slots - 1, fuzz: 0, flat: 0, resolution: 0)
         let tracking = input_absinfo(value: 0, minimum: 0, maximum: 65535, fuzz: 0, flat: 0, resolution: 0)
-        for (code, info) in [
-            (ABS_X, position), (ABS_Y, position), (ABS_MT_SLOT, slot),
-            (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, position), (ABS_MT_TRACKING_ID, tracking),
-        ] {
+        let axes =
+            singleTouch
+            ? [(ABS_X, position), (ABS_Y, position)]
+            : [
+                (ABS_X, position), (ABS_Y, position), (ABS_MT_SLOT, slot),
+                (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, position), (ABS_MT_TRACKING_ID, tracking),
+            ]
+        for (code, info) in axes {
             var info = info
             libevdev_enable_event_code(device, UInt32(EV_ABS), UInt32(code), &info)
         }
@@ -88,6 +97,7 @@ final class VirtualTouchscreen {
     @discardableResult
     func write(_ changes: [TouchChange]) throws(DriverError) -> FrameTiming {
         guard uinput != nil else { throw DriverError("the uinput device '\(name)' was already destroyed") }
+        if singleTouch { return try writeSingleTouch(changes) }
         let activeBefore = trackingIDs.count
         var positions: [Int: (Int32, Int32)] = [:]
         for change in changes {
@@ -118,6 +128,29 @@ final class VirtualTouchscreen {
         try emit(EV_SYN, SYN_REPORT, 0)
         let timing = FrameTiming(beforeReport: before, afterReport: monotonicNow())
         if verbose { Console.line("uinput| frame at \(timing.beforeReport): \(changes)") }
+        return timing
+    }
+
+    /// A single-touch frame: ABS_X/Y for a down or a move, BTN_TOUCH on down and up, then SYN_REPORT.
+    private func writeSingleTouch(_ changes: [TouchChange]) throws(DriverError) -> FrameTiming {
+        for change in changes {
+            switch change {
+            case .down(let slot, let x, let y), .move(let slot, let x, let y):
+                guard slot == 0 else { throw DriverError("a single-touch screen has only slot 0, not \(slot)") }
+                let wasDown = trackingIDs[0] != nil
+                trackingIDs[0] = 1
+                try emit(EV_ABS, ABS_X, Int32(x * Self.scale))
+                try emit(EV_ABS, ABS_Y, Int32(y * Self.scale))
+                if !wasDown { try emit(EV_KEY, BTN_TOUCH, 1) }
+            case .up:
+                trackingIDs[0] = nil
+                try emit(EV_KEY, BTN_TOUCH, 0)
+            }
+        }
+        let before = monotonicNow()
+        try emit(EV_SYN, SYN_REPORT, 0)
+        let timing = FrameTiming(beforeReport: before, afterReport: monotonicNow())
+        if verbose { Console.line("uinput| single-touch frame at \(timing.beforeReport): \(changes)") }
         return timing
     }
 
