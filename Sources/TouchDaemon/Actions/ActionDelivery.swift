@@ -1,3 +1,5 @@
+import TouchModel
+
 /// One resolved action on its way to an executor.
 ///
 /// The input thread builds it from the model's output; it holds only values, so it crosses to an executor's thread
@@ -46,5 +48,17 @@ struct ActionDelivery: Hashable, Sendable {
         if let device { line.add("device", device) }
         line.add("generation", generation)
         return line.line
+    }
+}
+
+extension ActionDelivery {
+    /// The delivery of a resolved action that a target handles; nil when no responder handled it.
+    init?(_ action: ResolvedAction, configuration: Configuration, device: String?, generation: Int) {
+        guard let target = action.target else { return nil }
+        self.init(
+            action: action.action, target: target, control: action.control,
+            event: configuration.name(of: action.event), timeMicroseconds: action.time.microseconds,
+            contact: action.contact, x: action.location?.x, y: action.location?.y, value: action.value,
+            responder: action.responder?.id, device: device, generation: generation)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import TouchModel
 
 /// `touchd simulate`: the whole model on scripted or recorded touches, as JSON Lines.
@@ -10,7 +11,8 @@ struct Simulate: ParsableCommand {
             INPUT is a touch script (one sample per line: TIME_MS down|move|up|cancel CONTACT [X Y], in output \
             pixels) or a YAML file written by `libinput record`, whose device axes are mapped onto the configured \
             output. Prints one JSON object per line: control events, resolved actions and diagnostics, in the \
-            order they happen. Nothing is executed.
+            order they happen. Nothing is executed unless --execute is given: then each action also goes to its \
+            target, as `touchd run` would send it, with the input's timing kept (a script of 10 s takes 10 s).
             """
     )
 
@@ -18,6 +20,9 @@ struct Simulate: ParsableCommand {
 
     @Argument(help: ArgumentHelp("A touch script or a `libinput record` YAML file.", valueName: "input"))
     var input: String
+
+    @Flag(help: "Also send each action to its socket target, in real time (the default is a dry run).")
+    var execute = false
 
     func run() throws {
         let configuration = try options.load()
@@ -29,7 +34,63 @@ struct Simulate: ParsableCommand {
             for problem in error.problems { printError("\(options.config): error: \(problem)") }
             throw ExitCode(ExitStatus.configuration)
         }
-        for line in simulation.run(frames) { print(line) }
+        guard execute else {
+            for line in simulation.run(frames) { print(line) }
+            return
+        }
+        try runExecuting(&simulation, frames: frames, configuration: configuration)
+    }
+
+    /// Prints the lines as they happen and hands each handled action to its target, sleeping between outputs so
+    /// that they keep the input's spacing. Ends by flushing the targets and summarising what they got on stderr.
+    private func runExecuting(_ simulation: inout Simulation, frames: [Frame], configuration: Configuration) throws {
+        let logger = Run.makeLogger(level: .info)
+        let sockets: SocketTargetSender
+        do {
+            sockets = try SocketTargetSender(logger: logger)
+        } catch {
+            printError("touchd: error: cannot start the socket-target sender: \(error)")
+            throw ExitCode(71)  // EX_OSERR
+        }
+        sockets.configure(configuration.socketTargets)
+        let kinds = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.name, $0.kind) })
+        var notRun: Set<String> = []
+        let started = monotonicMicroseconds()
+        let origin = frames.first?.time.microseconds ?? 0
+        simulation.run(frames) { output, time in
+            // Keep the input's spacing: sleep until this output's time, measured from the first frame.
+            let due = started &+ time.microseconds.saturatingSubtract(origin)
+            let now = monotonicMicroseconds()
+            if due > now { usleep(UInt32(clamping: due - now)) }
+            for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
+            fflush(nil)  // all streams: Swift 6 refuses a reference to the global `stdout`
+            var deliveries: [ActionDelivery] = []
+            for action in output.actions {
+                guard
+                    let delivery = ActionDelivery(action, configuration: configuration, device: nil, generation: 1),
+                    let kind = kinds[delivery.target]
+                else { continue }
+                switch kind {
+                case .socket: deliveries.append(delivery)
+                case .exec:
+                    if notRun.insert(delivery.target).inserted {
+                        logger.warning(
+                            "command targets are not run by this version of touchd; the action was dropped",
+                            metadata: ["target": "\(delivery.target)"])
+                    }
+                }
+            }
+            sockets.submit(deliveries)
+        }
+        sockets.stop(flushTimeoutMicroseconds: 2_000_000)
+        for (name, statistics) in sockets.statistics.sorted(by: { $0.key < $1.key }) {
+            logger.info(
+                "socket target",
+                metadata: [
+                    "target": "\(name)", "sent": "\(statistics.sent)", "dropped": "\(statistics.dropped)",
+                    "failed": "\(statistics.failed)",
+                ])
+        }
     }
 
     private func readFrames(configuration: Configuration) throws -> [Frame] {

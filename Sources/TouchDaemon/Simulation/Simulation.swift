@@ -14,22 +14,34 @@ struct Simulation {
     /// Feeds every frame, firing due deadlines in between, and returns the output lines.
     mutating func run(_ frames: [Frame]) -> [String] {
         var lines: [String] = []
+        let configuration = configuration
+        run(frames) { output, time in lines += Self.render(output, at: time, configuration: configuration) }
+        return lines
+    }
+
+    /// Feeds every frame, firing due deadlines in between, and hands each output to `handle` with the time it
+    /// happened at, in order.
+    mutating func run(_ frames: [Frame], _ handle: (Output, Instant) -> Void) {
         var deadline: Instant? = nil
         for frame in frames {
             // Whatever falls due before the frame happens first, at its own time.
             while let due = deadline, due <= frame.time {
                 let output = scene.advance(to: due)
-                lines += render(output, at: due)
+                handle(output, due)
                 deadline = output.nextDeadline
             }
             let output = scene.handle(frame)
-            lines += render(output, at: frame.time)
+            handle(output, frame.time)
             deadline = output.nextDeadline
         }
-        return lines
     }
 
     func render(_ output: Output, at time: Instant) -> [String] {
+        Self.render(output, at: time, configuration: configuration)
+    }
+
+    /// The JSON lines of one output of the scene.
+    static func render(_ output: Output, at time: Instant, configuration: Configuration) -> [String] {
         var lines: [String] = []
         for entry in output.entries {
             var json = JSONLine()
