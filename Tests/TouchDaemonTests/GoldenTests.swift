@@ -70,6 +70,29 @@ struct GoldenTests {
         #expect(frames[9].samples == [.cancelled(0)])
     }
 
+    @Test("recording frames follow the [[device]] allow-list and land on the matching entry's region")
+    func recordingAllowList() throws {
+        let configuration = try ConfigurationLoader.load(path: TestSupport.kioskConfig).get()
+        let path = TestSupport.resourceDirectory("Golden").appendingPathComponent("tap.yaml").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        // The recorded device is "ILITEK ILITEK-TP", 222a:0001, /dev/input/event5; this entry puts it on the
+        // right half of the 1920×1080 output.
+        let right = Configuration.DeviceMatch(
+            name: "ILITEK*", vendor: 0x222a, path: "/dev/input/event5",
+            region: Rect(x: 960, y: 0, width: 960, height: 1080))
+        let frames = try LibinputRecording.frames(from: text, output: configuration.output, allowList: [right]).get()
+        #expect(frames.count == 10)
+        #expect(frames[0].samples == [.began(0, at: Point(x: 960 + 840, y: 945))])
+
+        var ignored: [String] = []
+        let other = Configuration.DeviceMatch(name: "eGalax*")
+        let none = try LibinputRecording.frames(
+            from: text, output: configuration.output, allowList: [other], ignored: { ignored.append($0) }
+        ).get()
+        #expect(none.isEmpty)
+        #expect(ignored == ["device 0 (ILITEK ILITEK-TP, /dev/input/event5) matches no [[device]] entry"])
+    }
+
     @Test("a file that is not a recording is refused with a message")
     func notARecording() throws {
         let output = Configuration.Output(width: 1920, height: 1080, rotation: 0, calibration: nil)

@@ -102,7 +102,10 @@ struct Simulate: ParsableCommand {
             throw ExitCode(ExitStatus.data)
         }
         if LibinputRecording.looksLikeRecording(text) {
-            switch LibinputRecording.frames(from: text, output: configuration.output) {
+            let recording = LibinputRecording.frames(
+                from: text, output: configuration.output, allowList: configuration.devices,
+                ignored: { printError("\(input): note: \($0); its events are ignored") })
+            switch recording {
             case .success(let frames): return frames
             case .failure(let problem):
                 printError("\(input): error: \(problem.message)")

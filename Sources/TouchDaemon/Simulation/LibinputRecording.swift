@@ -32,7 +32,13 @@ enum LibinputRecording {
         return head.contains("devices:") && (head.contains("libinput:") || head.contains("version:"))
     }
 
-    static func frames(from text: String, output: Configuration.Output) -> Result<[Frame], Problem> {
+    /// The frames of every touch device in the recording, mapped onto the output. With an allow-list (the
+    /// configuration's `[[device]]` entries), a device is used only when an entry matches its name, ids and node, as
+    /// `touchd run` would decide, and lands on that entry's `region`; `ignored` receives the devices left out.
+    static func frames(
+        from text: String, output: Configuration.Output, allowList: [Configuration.DeviceMatch] = [],
+        ignored: ((String) -> Void)? = nil
+    ) -> Result<[Frame], Problem> {
         let document: Any?
         do {
             document = try Yams.load(yaml: text)
@@ -45,7 +51,16 @@ enum LibinputRecording {
         var frames: [Frame] = []
         for (index, device) in devices.enumerated() {
             guard let device = device as? [String: Any] else { continue }
-            switch deviceFrames(device, index: index, output: output) {
+            var region: Rect? = nil
+            if !allowList.isEmpty {
+                let info = describe(device, index: index)
+                guard let match = allowList.first(where: { $0.matches(info) }) else {
+                    ignored?("device \(index) (\(info.name), \(info.devnode ?? "no node")) matches no [[device]] entry")
+                    continue
+                }
+                region = match.region
+            }
+            switch deviceFrames(device, index: index, output: output, region: region) {
             case .success(let deviceFrames): frames += deviceFrames
             case .failure(let problem): return .failure(problem)
             }
@@ -72,9 +87,22 @@ enum LibinputRecording {
         var ended = false
     }
 
-    private static func deviceFrames(_ device: [String: Any], index: Int, output: Configuration.Output)
-        -> Result<[Frame], Problem>
-    {
+    /// The facts of a recorded device that the allow-list matches on: `evdev.name`, the vendor and product of
+    /// `evdev.id` (bus, vendor, product, version) and `node`.
+    private static func describe(_ device: [String: Any], index: Int) -> DeviceInfo {
+        let evdev = device["evdev"] as? [String: Any] ?? [:]
+        let ids = (evdev["id"] as? [Any])?.compactMap(integer) ?? []
+        let node = device["node"] as? String
+        return DeviceInfo(
+            id: index, name: evdev["name"] as? String ?? "",
+            sysname: node?.split(separator: "/").last.map(String.init) ?? "",
+            vendor: ids.count > 1 ? ids[1] : -1, product: ids.count > 2 ? ids[2] : -1, widthMillimetres: nil,
+            heightMillimetres: nil, devnode: node, links: [], isTouchscreen: true, touchCount: 0)
+    }
+
+    private static func deviceFrames(
+        _ device: [String: Any], index: Int, output: Configuration.Output, region: Rect?
+    ) -> Result<[Frame], Problem> {
         guard let evdev = device["evdev"] as? [String: Any], let absinfo = evdev["absinfo"] as? [AnyHashable: Any]
         else {
             return .success([])
@@ -89,7 +117,7 @@ enum LibinputRecording {
         guard let xAxis = multitouch ? axis(Code.positionX) : axis(Code.absX),
             let yAxis = multitouch ? axis(Code.positionY) : axis(Code.absY)
         else { return .success([]) }  // not a touch device (a keyboard in the same recording)
-        let mapper = CoordinateMapper(output: output)
+        let mapper = CoordinateMapper(output: output, region: region)
         let contactBase = index * 1000
 
         var frames: [Frame] = []
