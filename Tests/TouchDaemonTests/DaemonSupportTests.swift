@@ -62,29 +62,10 @@ struct DaemonSupportTests {
     @Test func notifierSendsDatagrams() throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("notify").path
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        #expect(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        #expect(bound == 0)
-        let notifier = Notifier(socketPath: path, watchdogInterval: nil)
+        let listener = try RunCommandTests.NotifySocket(path: directory.appendingPathComponent("notify").path)
+        let notifier = Notifier(socketPath: listener.path, watchdogInterval: nil)
         #expect(notifier.notify(["READY=1", "STATUS=waiting for a touchscreen"]))
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-        #expect(count > 0)
-        #expect(
-            String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self) == "READY=1\nSTATUS=waiting for a touchscreen"
-        )
+        #expect(listener.next() == ["READY=1", "STATUS=waiting for a touchscreen"])
         // Without NOTIFY_SOCKET nothing is sent and nothing fails.
         #expect(!Notifier(socketPath: nil, watchdogInterval: nil).notify(["READY=1"]))
     }

@@ -81,6 +81,27 @@ struct RunCommandTests {
         return Daemon(process: process, standardError: errURL)
     }
 
+    /// A temporary directory with a configuration file and a notify socket; removed when it goes away.
+    final class Fixture {
+        let directory: URL
+        let config: URL
+        let notify: NotifySocket
+
+        init(configuration: String = RunCommandTests.valid) throws {
+            directory = try TestSupport.makeTemporaryDirectory()
+            config = directory.appendingPathComponent("touchd.toml")
+            try configuration.write(to: config, atomically: true, encoding: .utf8)
+            notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
+        }
+
+        deinit { try? FileManager.default.removeItem(at: directory) }
+
+        func start(environment: [String: String] = [:]) throws -> Daemon {
+            try RunCommandTests.start(
+                config: config.path, notify: notify, directory: directory, environment: environment)
+        }
+    }
+
     static let valid = """
         [output]
         width = 1000
@@ -99,12 +120,9 @@ struct RunCommandTests {
         """
 
     @Test func readyReloadAndStop() throws {
-        let directory = try TestSupport.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let config = directory.appendingPathComponent("touchd.toml")
-        try Self.valid.write(to: config, atomically: true, encoding: .utf8)
-        let notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
-        let daemon = try Self.start(config: config.path, notify: notify, directory: directory)
+        let fixture = try Fixture()
+        let (config, notify) = (fixture.config, fixture.notify)
+        let daemon = try fixture.start()
         defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
 
         // READY=1 without a touchscreen (O1, D1).
@@ -159,12 +177,9 @@ struct RunCommandTests {
     /// C1: an invalid configuration at start is refused with every problem and exit 78 (EX_CONFIG); READY=1 is never
     /// sent.
     @Test func invalidConfigurationAtStartExits78() throws {
-        let directory = try TestSupport.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let config = directory.appendingPathComponent("touchd.toml")
-        try "[output]\nwidth = -5\nheight = 1000\n".write(to: config, atomically: true, encoding: .utf8)
-        let notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
-        let daemon = try Self.start(config: config.path, notify: notify, directory: directory)
+        let fixture = try Fixture(configuration: "[output]\nwidth = -5\nheight = 1000\n")
+        let (config, notify) = (fixture.config, fixture.notify)
+        let daemon = try fixture.start()
         #expect(daemon.exitStatus() == 78)
         #expect(daemon.errorText.contains("error: \(config.path):2:"))
         let status = notify.next(within: 1)
@@ -175,13 +190,9 @@ struct RunCommandTests {
     /// O2: with `WatchdogSec=` (WATCHDOG_USEC) the input loop pings `WATCHDOG=1` at least every half interval, even
     /// with no input at all; without it, an idle daemon sends nothing.
     @Test func watchdogPingsComeFromTheInputLoop() throws {
-        let directory = try TestSupport.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let config = directory.appendingPathComponent("touchd.toml")
-        try Self.valid.write(to: config, atomically: true, encoding: .utf8)
-        let notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
-        let daemon = try Self.start(
-            config: config.path, notify: notify, directory: directory, environment: ["WATCHDOG_USEC": "200000"])
+        let fixture = try Fixture()
+        let notify = fixture.notify
+        let daemon = try fixture.start(environment: ["WATCHDOG_USEC": "200000"])
         defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
         #expect(notify.next()?.first == "READY=1")
         for _ in 0..<3 {
@@ -200,9 +211,7 @@ struct RunCommandTests {
         #expect(daemon.errorText.contains("systemd watchdog enabled interval_us=200000"))
 
         // A WATCHDOG_PID naming another process means the watchdog is not ours: no pings.
-        let quiet = try Self.start(
-            config: config.path, notify: notify, directory: directory,
-            environment: ["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"])
+        let quiet = try fixture.start(environment: ["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"])
         defer { if quiet.process.isRunning { quiet.signal(SIGKILL) } }
         #expect(notify.next()?.first == "READY=1")
         #expect(notify.next(within: 1) == nil)
@@ -211,12 +220,9 @@ struct RunCommandTests {
     }
 
     @Test func sigintStopsLikeSigterm() throws {
-        let directory = try TestSupport.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let config = directory.appendingPathComponent("touchd.toml")
-        try Self.valid.write(to: config, atomically: true, encoding: .utf8)
-        let notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
-        let daemon = try Self.start(config: config.path, notify: notify, directory: directory)
+        let fixture = try Fixture()
+        let notify = fixture.notify
+        let daemon = try fixture.start()
         defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
         #expect(notify.next()?.first == "READY=1")
         daemon.signal(SIGINT)
