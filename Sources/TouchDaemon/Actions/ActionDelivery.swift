@@ -22,6 +22,8 @@ struct ActionDelivery: Hashable, Sendable {
     var value: Double? = nil
     /// The responder whose target handled a nil-target action.
     var responder: String? = nil
+    /// The gesture recognizer's id when a gesture sent it (then `control` holds the same id).
+    var gesture: String? = nil
     /// The touchscreen's sysname, e.g. `event5`.
     var device: String? = nil
     /// The configuration generation: 1 at start, one more per successful reload.
@@ -43,6 +45,7 @@ struct ActionDelivery: Hashable, Sendable {
         if let y { line.add("y", y) }
         if let value { line.add("value", value) }
         if let responder { line.add("responder", responder) }
+        if let gesture { line.add("gesture", gesture) }
         if let device { line.add("device", device) }
         line.add("generation", generation)
         return line.line
