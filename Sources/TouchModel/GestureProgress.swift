@@ -123,13 +123,18 @@ struct GestureProgress: Hashable, Sendable {
     }
 
     /// A touch of the recognizer moved.
+    ///
+    /// With `settled` false, more of the recognizer's touches move later in the same frame: the
+    /// location is only recorded, and the frame is judged at its last move, all at one instant.
     mutating func touchMoved(
-        _ serial: TouchSerial, to location: Point, in state: GestureRecognizer.State, for recognizer: GestureRecognizer
+        _ serial: TouchSerial, to location: Point, in state: GestureRecognizer.State, for recognizer: GestureRecognizer,
+        settled: Bool = true
     ) -> GestureRecognizer.Input? {
         guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
         down[index].location = location
         note()
-        let moved = location.distance(to: down[index].start)
+        guard settled else { return nil }
+        let moved = down.reduce(0.0) { Swift.max($0, $1.location.distance(to: $1.start)) }
         switch state {
         case .began, .changed: return .update
         case .ended, .cancelled, .failed: return nil

@@ -80,6 +80,9 @@ public struct Scene: Sendable {
     private var nextSerial: TouchSerial = 0
     /// How many controls hold a lift back for a recognizer.
     var heldLifts = 0
+    /// The touches that move later in the frame being handled (recognizers judge a frame's moves
+    /// together).
+    var movesLaterInFrame: Set<TouchSerial> = []
 
     /// Builds a scene, or throws every inconsistency at once: duplicate ids, unknown parents,
     /// groups, screens, controls, recognizers or targets, parent cycles, invalid shapes, explicit
@@ -277,6 +280,13 @@ public struct Scene: Sendable {
     public mutating func handle(_ frame: Frame) -> Output {
         var output = Output()
         begin(at: frame.time, into: &output)
+        if !recognizers.isEmpty {
+            movesLaterInFrame = []
+            for sample in frame.samples where sample.phase == .moved && sample.location?.isFinite == true {
+                if let serial = contacts[sample.contact]?.serial { movesLaterInFrame.insert(serial) }
+            }
+        }
+        defer { movesLaterInFrame = [] }
         for sample in frame.samples {
             switch sample.phase {
             case .began: contactBegan(sample, into: &output)

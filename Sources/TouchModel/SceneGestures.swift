@@ -81,10 +81,12 @@ extension Scene {
     }
 
     mutating func gesturesTouchMoved(_ serial: TouchSerial, to location: Point, into output: inout Output) {
+        movesLaterInFrame.remove(serial)
         for index in recognizers.indices where recognizers[index].progress.holds(serial) {
             let slot = recognizers[index]
+            let settled = movesLaterInFrame.isEmpty || !movesLaterInFrame.contains(where: slot.progress.holds)
             if let input = recognizers[index].progress.touchMoved(
-                serial, to: location, in: slot.state, for: slot.recognizer)
+                serial, to: location, in: slot.state, for: slot.recognizer, settled: settled)
             {
                 drive(index, input, into: &output)
             }
@@ -92,6 +94,7 @@ extension Scene {
     }
 
     mutating func gesturesTouchLifted(_ serial: TouchSerial, into output: inout Output) {
+        movesLaterInFrame.remove(serial)
         for index in recognizers.indices where recognizers[index].progress.holds(serial) {
             let slot = recognizers[index]
             if let input = recognizers[index].progress.touchLifted(
@@ -104,6 +107,7 @@ extension Scene {
     }
 
     mutating func gesturesTouchCancelled(_ serial: TouchSerial, into output: inout Output) {
+        movesLaterInFrame.remove(serial)
         for index in recognizers.indices where recognizers[index].progress.holds(serial) {
             if let input = recognizers[index].progress.touchCancelled(serial, in: recognizers[index].state) {
                 drive(index, input, into: &output)
