@@ -27,11 +27,51 @@ public struct ControlEventRecord: Hashable, Sendable {
     }
 }
 
+/// One event of a gesture recognizer, as it was sent.
+public struct GestureEventRecord: Hashable, Sendable {
+    public var time: Instant
+    public var gesture: String
+    /// A single event.
+    public var event: GestureRecognizer.Event
+    /// The recognizer's state right after the event.
+    public var state: GestureRecognizer.State
+    /// The contacts of the gesture that were down, in the order they went down.
+    public var contacts: [ContactID]
+    /// The centre of the gesture's fingers (their last known place when they lifted); nil when it
+    /// had no finger down since its last reset.
+    public var location: Point?
+    /// A pan's mean finger movement since touch-down.
+    public var translation: Point?
+    /// A pinch's finger spread relative to when every finger was down.
+    public var scale: Double?
+    /// A swipe's direction.
+    public var direction: GestureRecognizer.Directions?
+
+    public init(
+        time: Instant, gesture: String, event: GestureRecognizer.Event, state: GestureRecognizer.State,
+        contacts: [ContactID], location: Point?, translation: Point? = nil, scale: Double? = nil,
+        direction: GestureRecognizer.Directions? = nil
+    ) {
+        self.time = time
+        self.gesture = gesture
+        self.event = event
+        self.state = state
+        self.contacts = contacts
+        self.location = location
+        self.translation = translation
+        self.scale = scale
+        self.direction = direction
+    }
+}
+
 /// An action resolved to where it goes.
 public struct ResolvedAction: Hashable, Sendable {
     public var time: Instant
+    /// The id of the sender: a control, or a gesture recognizer when ``gestureEvent`` is set (ids
+    /// are unique across controls and recognizers in a configuration).
     public var control: String
-    /// The event (or, for a programmatic send, the events) that fired the entry.
+    /// The event (or, for a programmatic send, the events) that fired the entry; empty for a
+    /// gesture's action.
     public var event: Control.Event
     public var action: String
     /// The target that handles the action, or nil when no responder did ("unhandled").
@@ -42,10 +82,13 @@ public struct ResolvedAction: Hashable, Sendable {
     public var contact: ContactID?
     public var location: Point?
     public var value: Double?
+    /// The gesture event that fired the entry, for a gesture recognizer's action; nil for a control's.
+    public var gestureEvent: GestureRecognizer.Event?
 
     public init(
         time: Instant, control: String, event: Control.Event, action: String, target: String?,
-        responder: Responder?, contact: ContactID?, location: Point?, value: Double?
+        responder: Responder?, contact: ContactID?, location: Point?, value: Double?,
+        gestureEvent: GestureRecognizer.Event? = nil
     ) {
         self.time = time
         self.control = control
@@ -56,6 +99,7 @@ public struct ResolvedAction: Hashable, Sendable {
         self.contact = contact
         self.location = location
         self.value = value
+        self.gestureEvent = gestureEvent
     }
 
     /// Whether a responder handled the action.
@@ -76,6 +120,8 @@ public enum CancelReason: String, Hashable, Sendable {
     case contactRestarted
     /// The contact sent nothing for longer than the stuck-contact timeout.
     case stuck
+    /// A gesture recognizer that cancels touches recognized the contact's gesture.
+    case gestureRecognized
 }
 
 /// Something the caller should log or count. The model never fails on input: it reports.
@@ -105,6 +151,9 @@ public enum Diagnostic: Hashable, Sendable, CustomStringConvertible {
     case invalidValue(control: String)
     /// A row of the tracking table that cannot happen: a bug in the model, reported, not trapped.
     case unexpectedTransition(control: String, state: ControlTracker.State, input: ControlTracker.Input)
+    /// A row of a recognizer's table that cannot happen: a bug in the model, reported, not trapped.
+    case unexpectedGestureTransition(
+        gesture: String, state: GestureRecognizer.State, input: GestureRecognizer.Input)
 
     public var description: String {
         switch self {
@@ -130,6 +179,8 @@ public enum Diagnostic: Hashable, Sendable, CustomStringConvertible {
         case .invalidValue(let control): "control \(control): value is not a finite number; ignored"
         case .unexpectedTransition(let control, let state, let input):
             "bug: control \(control): \(state.rawValue) → \(input.rawValue) is not a valid transition"
+        case .unexpectedGestureTransition(let gesture, let state, let input):
+            "bug: gesture \(gesture): \(state.rawValue) → \(input.rawValue) is not a valid transition"
         }
     }
 }
@@ -140,6 +191,8 @@ public struct Output: Hashable, Sendable {
     public enum Entry: Hashable, Sendable {
         case event(ControlEventRecord)
         case action(ResolvedAction)
+        /// A gesture recognizer's event; the actions it fired follow.
+        case gesture(GestureEventRecord)
     }
 
     public var entries: [Entry] = []
@@ -154,6 +207,13 @@ public struct Output: Hashable, Sendable {
     public var events: [ControlEventRecord] {
         entries.compactMap {
             if case .event(let record) = $0 { record } else { nil }
+        }
+    }
+
+    /// The gesture recognizers' events, in order.
+    public var gestures: [GestureEventRecord] {
+        entries.compactMap {
+            if case .gesture(let record) = $0 { record } else { nil }
         }
     }
 

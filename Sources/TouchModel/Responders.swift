@@ -69,11 +69,14 @@ public enum Responder: Hashable, Sendable, CustomStringConvertible {
     case group(String)
     case screen(String)
     case application
+    /// A gesture recognizer with an explicit target (its nil-target actions start the chain at
+    /// its control or group instead).
+    case gesture(String)
 
     /// The responder's id as printed (`application` for the application).
     public var id: String {
         switch self {
-        case .control(let id), .group(let id), .screen(let id): id
+        case .control(let id), .group(let id), .screen(let id), .gesture(let id): id
         case .application: "application"
         }
     }

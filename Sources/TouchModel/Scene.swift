@@ -8,6 +8,9 @@
 /// Routing: a contact is hit-tested once, at touch-down, against the exact shapes of the enabled
 /// controls of the active screen, top-most first (higher `z`, then later declared); disabled
 /// controls are transparent. A control tracks at most one contact and a contact at most one control.
+///
+/// Gesture recognizers see every sample before the controls do and arbitrate with them as
+/// uicontrol.md §8 says (SceneGestures.swift).
 public struct Scene: Sendable {
     /// Limits that protect the scene from misbehaving input.
     public struct Settings: Hashable, Sendable {
@@ -36,6 +39,10 @@ public struct Scene: Sendable {
         var taps: TapCounter
         /// The contact being tracked.
         var contact: ContactID?
+        /// The touch being tracked (contact ids are reused; a held lift outlives its contact).
+        var serial: TouchSerial?
+        /// Where the tracked touch lifted, while a recognizer delays the lift.
+        var heldLift: Point?
         /// The value when tracking began, to tell a non-continuous slider whether it changed.
         var valueAtTouchDown = 0.0
         /// True while the touchUp events of a lift inside are sent (UIKit clears highlighted after them).
@@ -48,6 +55,7 @@ public struct Scene: Sendable {
     }
 
     struct ContactState: Sendable {
+        var serial: TouchSerial
         var location: Point
         var control: Int?
         var lastActivity: Instant
@@ -67,17 +75,27 @@ public struct Scene: Sendable {
     var contacts: [ContactID: ContactState] = [:]
     private var ignoredContacts: Set<ContactID> = []
     private var grid = SpatialGrid(boxes: [])
+    var recognizers: [GestureSlot] = []
+    var recognizerIndex: [String: Int] = [:]
+    private var nextSerial: TouchSerial = 0
+    /// How many controls hold a lift back for a recognizer.
+    var heldLifts = 0
+    /// The touches that move later in the frame being handled (recognizers judge a frame's moves
+    /// together).
+    var movesLaterInFrame: Set<TouchSerial> = []
 
     /// Builds a scene, or throws every inconsistency at once: duplicate ids, unknown parents,
-    /// groups, screens or targets, parent cycles, invalid shapes, explicit targets that do not
-    /// respond to their action.
+    /// groups, screens, controls, recognizers or targets, parent cycles, invalid shapes, explicit
+    /// targets that do not respond to their action.
     ///
     /// - Parameters:
     ///   - controls: in declaration order (later lies on top at equal `z`).
+    ///   - gestures: the recognizers, in declaration order (the order in which they see touches).
     ///   - activeScreen: the screen shown first; defaults to the first screen.
     ///   - applicationTarget: the handler target at the end of every responder chain.
     public init(
         controls: [Control],
+        gestures: [GestureRecognizer] = [],
         groups: [Group] = [],
         screens: [Screen] = [],
         activeScreen: String? = nil,
@@ -178,7 +196,76 @@ public struct Scene: Sendable {
                 )
             )
         }
+        var recognizerIndex: [String: Int] = [:]
+        for (index, gesture) in gestures.enumerated()
+        where recognizerIndex.updateValue(index, forKey: gesture.id) != nil {
+            problems.append("duplicate gesture \(gesture.id)")
+        }
+        for gesture in gestures {
+            let owner = "gesture \(gesture.id)"
+            if let shape = gesture.shape, !shape.isValid { problems.append("\(owner): invalid shape") }
+            var region = gesture.shape
+            var ancestors: [Int] = []
+            var screensOf: [Int] = []
+            var control: Int?
+            if let parent = gesture.parent {
+                if let group = groupIndex[parent] {
+                    ancestors = [group] + (chain(from: groups[group].parent) ?? [])
+                    region = region ?? groups[group].shape
+                } else {
+                    problems.append("\(owner): unknown parent \(parent)")
+                }
+            }
+            if let id = gesture.control {
+                if let index = controlIndex[id] {
+                    control = index
+                    ancestors = slots[index].ancestors
+                    region = region ?? slots[index].control.shape
+                } else {
+                    problems.append("\(owner): unknown control \(id)")
+                }
+            }
+            for group in ancestors {
+                for screen in groupScreens[group, default: []] where !screensOf.contains(screen) {
+                    screensOf.append(screen)
+                }
+            }
+            for entry in gesture.actions {
+                guard let name = entry.target.name else { continue }
+                if let target = self.targets[name] {
+                    if !target.responds(to: entry.action) {
+                        problems.append("\(owner): target \(name) does not respond to \(entry.action)")
+                    }
+                } else {
+                    problems.append("\(owner): unknown target \(name)")
+                }
+            }
+            var slot = GestureSlot(
+                recognizer: gesture, region: region, control: control, ancestors: ancestors, screens: screensOf)
+            for other in gesture.simultaneousWith {
+                if let index = recognizerIndex[other] {
+                    slot.simultaneous.insert(index)
+                } else {
+                    problems.append("\(owner): unknown gesture \(other) in simultaneous_with")
+                }
+            }
+            for other in gesture.requiresFailureOf {
+                if let index = recognizerIndex[other] {
+                    slot.requiresFailureOf.append(index)
+                } else {
+                    problems.append("\(owner): unknown gesture \(other) in requires_failure_of")
+                }
+            }
+            recognizers.append(slot)
+        }
+        // simultaneous_with works from either side (UIKit asks both delegates).
+        for index in recognizers.indices {
+            for other in recognizers[index].simultaneous where other != index {
+                recognizers[other].simultaneous.insert(index)
+            }
+        }
         guard problems.isEmpty else { throw BuildError(problems: problems) }
+        self.recognizerIndex = recognizerIndex
 
         self.groups = groups
         self.screens = screens
@@ -193,6 +280,13 @@ public struct Scene: Sendable {
     public mutating func handle(_ frame: Frame) -> Output {
         var output = Output()
         begin(at: frame.time, into: &output)
+        if !recognizers.isEmpty {
+            movesLaterInFrame = []
+            for sample in frame.samples where sample.phase == .moved && sample.location?.isFinite == true {
+                if let serial = contacts[sample.contact]?.serial { movesLaterInFrame.insert(serial) }
+            }
+        }
+        defer { movesLaterInFrame = [] }
         for sample in frame.samples {
             switch sample.phase {
             case .began: contactBegan(sample, into: &output)
@@ -227,16 +321,20 @@ public struct Scene: Sendable {
             output.diagnostics.append(.contactLimitReached(id, limit: settings.maximumContacts))
             return
         }
-        var state = ContactState(location: location, control: nil, lastActivity: now)
-        defer { contacts[id] = state }
+        let serial = nextSerial
+        nextSerial += 1
+        contacts[id] = ContactState(serial: serial, location: location, control: nil, lastActivity: now)
+        // Recognizers see the touch first.
+        if !recognizers.isEmpty { gesturesTouchDown(serial, contact: id, at: location, into: &output) }
         guard let index = hitTest(location) else { return }
         if let tracked = slots[index].contact {
             output.diagnostics.append(
                 .controlBusy(control: slots[index].control.id, contact: id, trackedContact: tracked))
             return
         }
-        state.control = index
+        contacts[id]?.control = index
         slots[index].contact = id
+        slots[index].serial = serial
         slots[index].valueAtTouchDown = slots[index].control.value
         let taps = slots[index].taps.touchDown(at: location, time: now)
         let valueChanged = follow(index, to: location)
@@ -257,6 +355,12 @@ public struct Scene: Sendable {
         state.location = location
         state.lastActivity = now
         contacts[id] = state
+        if !recognizers.isEmpty {
+            gesturesTouchMoved(state.serial, to: location, into: &output)
+            // Recognizing may have cancelled the control.
+            guard let current = contacts[id] else { return }
+            state = current
+        }
         guard let index = state.control else { return }
         let control = slots[index].control
         let valueChanged = follow(index, to: location)
@@ -268,7 +372,7 @@ public struct Scene: Sendable {
 
     private mutating func contactEnded(_ sample: ContactSample, into output: inout Output) {
         let id = sample.contact
-        guard var state = contacts.removeValue(forKey: id) else {
+        guard var state = contacts[id] else {
             if ignoredContacts.remove(id) == nil { output.diagnostics.append(.unknownContact(id, .ended)) }
             return
         }
@@ -279,8 +383,20 @@ public struct Scene: Sendable {
                 output.diagnostics.append(.invalidLocation(id, .ended))
             }
         }
-        guard let index = state.control else { return }
-        lift(index, contact: id, at: state.location, into: &output)
+        contacts[id] = state
+        if !recognizers.isEmpty {
+            // A lift moves the touch to where it lifted, then lifts it.
+            if sample.location != nil { gesturesTouchMoved(state.serial, to: state.location, into: &output) }
+            gesturesTouchLifted(state.serial, into: &output)
+        }
+        // Recognizing may have cancelled the control.
+        guard let ended = contacts.removeValue(forKey: id), let index = ended.control else { return }
+        if isLiftDelayed(ended.serial) {
+            slots[index].heldLift = ended.location
+            heldLifts += 1
+            return
+        }
+        lift(index, contact: id, at: ended.location, into: &output)
     }
 
     private mutating func contactCancelled(_ sample: ContactSample, into output: inout Output) {
@@ -295,7 +411,8 @@ public struct Scene: Sendable {
     /// Forgets a contact, cancelling its control's tracking (with the contact's last location).
     private mutating func endContact(_ id: ContactID, reason: CancelReason, into output: inout Output) {
         guard let state = contacts[id] else { return }
-        if let index = state.control { cancelTracking(index, reason: reason, into: &output) }
+        if !recognizers.isEmpty { gesturesTouchCancelled(state.serial, into: &output) }
+        if let index = contacts[id]?.control { cancelTracking(index, reason: reason, into: &output) }
         contacts[id] = nil
     }
 
@@ -329,10 +446,11 @@ public struct Scene: Sendable {
     }
 
     /// The lift of the tracked contact: the table's events, then the kind's.
-    private mutating func lift(_ index: Int, contact: ContactID, at location: Point, into output: inout Output) {
+    mutating func lift(_ index: Int, contact: ContactID, at location: Point, into output: inout Output) {
         let control = slots[index].control
         let input = ControlTracker.input(forLiftAt: location, in: control.shape, outset: control.dragOutset)
         slots[index].contact = nil
+        slots[index].serial = nil
         slots[index].holdsHighlight = input == .upInside
         apply(input, to: index, contact: contact, at: location, into: &output)
         slots[index].taps.touchEnded(at: now, tapped: input == .upInside)
@@ -364,13 +482,19 @@ public struct Scene: Sendable {
     /// its value at touch-down: nothing was committed.
     mutating func cancelTracking(_ index: Int, reason: CancelReason, into output: inout Output) {
         guard let contact = slots[index].contact else { return }
+        let serial = slots[index].serial
+        // The contact id may already belong to a new touch when the lift was held back.
+        let current = contacts[contact].flatMap { $0.serial == serial ? $0 : nil }
+        let location = slots[index].heldLift ?? current?.location
+        if slots[index].heldLift != nil { heldLifts -= 1 }
         slots[index].contact = nil
-        contacts[contact]?.control = nil
-        if reason != .contactCancelled {
+        slots[index].serial = nil
+        slots[index].heldLift = nil
+        if current != nil { contacts[contact]?.control = nil }
+        if reason != .contactCancelled && reason != .gestureRecognized {
             output.diagnostics.append(
                 .trackingCancelled(control: slots[index].control.id, contact: contact, reason: reason))
         }
-        let location = contacts[contact]?.location
         slots[index].taps.touchEnded(at: now, tapped: false)
         if case .slider(let slider) = slots[index].control.kind, !slider.isContinuous {
             slots[index].control.value = slots[index].valueAtTouchDown
@@ -444,13 +568,22 @@ public struct Scene: Sendable {
     /// Walks control → groups (innermost first) → active screen → application and returns the
     /// first responder whose target implements `action`.
     private func firstResponder(for action: String, from index: Int) -> (target: String, responder: Responder)? {
+        firstResponder(for: action, control: index, groups: slots[index].ancestors)
+    }
+
+    /// The same walk from an optional control and the groups after it (a recognizer's chain).
+    func firstResponder(for action: String, control index: Int?, groups ancestors: [Int])
+        -> (target: String, responder: Responder)?
+    {
         func handles(_ name: String?) -> String? {
             guard let name, let target = targets[name], target.responds(to: action) else { return nil }
             return name
         }
-        let slot = slots[index]
-        if let name = handles(slot.control.target) { return (name, .control(slot.control.id)) }
-        for group in slot.ancestors {
+        if let index {
+            let control = slots[index].control
+            if let name = handles(control.target) { return (name, .control(control.id)) }
+        }
+        for group in ancestors {
             if let name = handles(groups[group].target) { return (name, .group(groups[group].id)) }
         }
         if let screen = activeScreenIndex, let name = handles(screens[screen].target) {
@@ -498,6 +631,7 @@ public struct Scene: Sendable {
         } else {
             now = time
         }
+        if !recognizers.isEmpty { fireGestureDeadlines(into: &output) }
         guard settings.stuckContactTimeout > 0, !contacts.isEmpty else { return }
         // Only tracked contacts can be stuck, and there are at most `maximumContacts` of them: walk
         // those, not every control. Sorting keeps the cancels in control order (deterministic).
@@ -518,10 +652,11 @@ public struct Scene: Sendable {
         return output
     }
 
-    /// When the earliest tracked contact becomes stuck; nil while no control tracks a contact.
+    /// When the earliest tracked contact becomes stuck or the earliest recognizer timer fires; nil
+    /// while no control tracks a contact and no timer runs.
     public var nextDeadline: Instant? {
-        guard settings.stuckContactTimeout > 0 else { return nil }
-        var earliest: Instant?
+        var earliest = earliestGestureDeadline().flatMap { recognizers[$0].progress.deadline }
+        guard settings.stuckContactTimeout > 0 else { return earliest }
         for state in contacts.values where state.control != nil {
             let deadline = state.lastActivity.advanced(by: settings.stuckContactTimeout)
             if earliest.map({ deadline < $0 }) ?? true { earliest = deadline }

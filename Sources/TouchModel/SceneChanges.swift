@@ -142,6 +142,9 @@ extension Scene {
         for index in slots.indices {
             slots[index].control.actions.removeAll(target: name)
         }
+        for index in recognizers.indices {
+            recognizers[index].recognizer.removeAll(target: name)
+        }
     }
 
     /// Adds a target-action entry to a control. An explicit target must exist and respond to the

@@ -4,8 +4,14 @@
 /// x 600…799, y 100…299. The tracking values are written out rather than left to the defaults because the gestures
 /// are laid out against them: "outside" means more than 70 px from a frame, and touchDownRepeat needs a touch-down
 /// within 350 ms of the last tap's lift and within 45 px of it.
+///
+/// Two gesture recognizers are laid out away from both buttons: `admin`, a three-finger long press of
+/// `longPressMilliseconds` in the bottom-left corner (x 0…199, y 800…999), and `back`, a one-finger swipe to the
+/// right of at least 150 px that starts within 30 px of the left edge. Every other touch of the sequence lands at
+/// x ≥ 100, so the edge swipe fails at its touch-down and holds nothing back.
 enum TestConfig {
     static let outputSize = 1000
+    static let longPressMilliseconds = 300
     static let dragOutset = 70
     static let repeatIntervalMilliseconds = 350
     static let repeatSlop = 45
@@ -28,7 +34,7 @@ enum TestConfig {
         [targets.\(targetName)]
         socket = "\(socket)"
         socket_type = "stream"
-        responds_to = ["a", "b", "a2"]
+        responds_to = ["a", "b", "a2", "admin", "back"]
 
         [[control]]
         id = "a"
@@ -41,6 +47,23 @@ enum TestConfig {
         kind = "button"
         frame = { x = 600, y = 100, width = 200, height = 200 }
         actions = [{ events = ["allTouchEvents"], target = "\(targetName)", action = "b" }]
+
+        [[gesture]]
+        id = "admin"
+        kind = "long_press"
+        fingers = 3
+        minimum_duration_ms = \(longPressMilliseconds)
+        frame = { x = 0, y = 800, width = 200, height = 200 }
+        actions = [{ events = ["recognized"], target = "\(targetName)", action = "admin" }]
+
+        [[gesture]]
+        id = "back"
+        kind = "swipe"
+        directions = ["right"]
+        minimum_distance = 150
+        edge = "left"
+        edge_margin = 30
+        actions = [{ events = ["recognized"], target = "\(targetName)", action = "back" }]
 
         """
     }

@@ -37,6 +37,26 @@ enum Expectation {
     static func any(_ event: String) -> Step { Step(event: event, count: .zeroOrMore) }
     static func some(_ event: String) -> Step { Step(event: event, count: .oneOrMore) }
 
+    /// A recognized gesture: exactly one message, from the gesture (its id as `control`, as a socket target receives
+    /// a gesture's action), for `recognized`, with `action`, the test target and `generation` when it is given.
+    static func recognized(_ messages: [TargetMessage], gesture: String, action: String, generation: Int) -> String? {
+        let got = messages.map { "\($0.control ?? "?") \($0.event ?? "?") \($0.action ?? "?")" }
+        let wanted = "\(gesture) recognized \(action)"
+        guard messages.count == 1, let message = messages.first else {
+            return "expected exactly [\(wanted)], got [\(got.isEmpty ? "nothing" : got.joined(separator: ", "))]"
+        }
+        if message.control != gesture || message.event != "recognized" || message.action != action {
+            return "expected [\(wanted)], got [\(got[0])]"
+        }
+        if message.target != TestConfig.targetName {
+            return "\(wanted): target \(message.target ?? "absent"), expected \(TestConfig.targetName)"
+        }
+        if let actual = message.generation, actual != generation {
+            return "\(wanted): generation \(actual), expected \(generation)"
+        }
+        return nil
+    }
+
     /// A tap: touchDown then touchUpInside, each exactly once, and nothing else.
     static func tap(_ messages: [TargetMessage], control: String, fields: Fields) -> String? {
         exactly(messages, [(control, "touchDown"), (control, "touchUpInside")], fields: fields)

@@ -7,6 +7,8 @@ enum Check: String, CaseIterable {
     case dragExitEnter = "drag-exit-enter"
     case liftOutside = "lift-outside"
     case twoFingers = "two-fingers"
+    case longPressCorner = "long-press-corner"
+    case edgeSwipe = "edge-swipe"
     case unplugCancels = "unplug-cancels"
     case unplugStatus = "unplug-status"
     case replugWorks = "replug-works"

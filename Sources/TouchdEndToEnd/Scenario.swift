@@ -54,6 +54,8 @@ final class Scenario {
             try dragOutAndBack()
             try liftOutside()
             try twoFingers()
+            try longPressInCorner()
+            try edgeSwipe()
             try unplugMidTouch()
             try replug()
             try singleTouchScreen()
@@ -209,6 +211,69 @@ final class Scenario {
                 Expectation.twoFingers(
                     outcome.messages, controls: ("a", "b"), pattern: Expectation.moveInsideAndLift,
                     fields: Self.firstFields)))
+    }
+
+    // MARK: - gesture recognizers
+
+    /// Three fingers held in the bottom-left corner: the admin long press sends one `recognized` message while they
+    /// are still down, and not before the minimum duration (touchd wakes for the recognizer's deadline by itself).
+    func longPressInCorner() throws(Abort) {
+        respectRepeatWindow()
+        let cursor = target.inbox.count
+        let down = try write([
+            .down(slot: 0, x: 40, y: 900), .down(slot: 1, x: 100, y: 950), .down(slot: 2, x: 160, y: 900),
+        ])
+        let message = waitTarget(from: cursor, until: monotonicNow() + Limits.message) { $0.control == "admin" }
+        try write([.up(slot: 0), .up(slot: 1), .up(slot: 2)])
+        quiet(from: cursor)
+        var failure = Expectation.recognized(
+            target.inbox.since(cursor), gesture: "admin", action: "admin", generation: Self.firstFields.generation)
+        let minimum = Microseconds(TestConfig.longPressMilliseconds) * 1000
+        if failure == nil, let message, message.arrival < down.beforeReport + minimum {
+            failure =
+                "the admin message arrived \((message.arrival - down.beforeReport) / 1000) ms after the fingers "
+                + "went down, before the \(TestConfig.longPressMilliseconds) ms minimum duration"
+        }
+        report.record(.longPressCorner, failure.map { $0 + exitNote })
+        try alive()
+    }
+
+    /// A swipe to the right from the left edge sends one `recognized` message; the same swipe starting 100 px from
+    /// the edge sends nothing.
+    func edgeSwipe() throws(Abort) {
+        func swipe(from x: Int) -> [[TouchChange]] {
+            [[.down(slot: 0, x: x, y: 600)]]
+                + stride(from: x + 30, through: x + 240, by: 30).map {
+                    [TouchChange.move(slot: 0, x: $0, y: 600)]
+                } + [[.up(slot: 0)]]
+        }
+        respectRepeatWindow()
+        let cursor = target.inbox.count
+        for (index, frame) in swipe(from: 10).enumerated() {
+            if index > 0 { sleep(microseconds: 20_000) }
+            try write(frame)
+        }
+        _ = waitTarget(from: cursor, until: monotonicNow() + Limits.message) { $0.control == "back" }
+        quiet(from: cursor)
+        var failures = [
+            Expectation.recognized(
+                target.inbox.since(cursor), gesture: "back", action: "back", generation: Self.firstFields.generation)
+        ].compactMap { $0 }
+        respectRepeatWindow()
+        let away = target.inbox.count
+        for (index, frame) in swipe(from: 100).enumerated() {
+            if index > 0 { sleep(microseconds: 20_000) }
+            try write(frame)
+        }
+        quiet(from: away)
+        let extra = target.inbox.since(away)
+        if !extra.isEmpty {
+            failures.append(
+                "a swipe starting 100 px from the left edge sent "
+                    + extra.map { "\($0.control ?? "?") \($0.event ?? "?")" }.joined(separator: ", "))
+        }
+        report.record(.edgeSwipe, failures.isEmpty ? nil : failures.joined(separator: "; ") + exitNote)
+        try alive()
     }
 
     // MARK: - 7, 8: unplug and replug

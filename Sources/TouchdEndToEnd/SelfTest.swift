@@ -303,6 +303,27 @@ struct SelfTest {
             containing: ["control b", "got [nothing]"])
 
         results.passes(
+            "gesture-ok",
+            Expectation.recognized([m("admin", "recognized")], gesture: "admin", action: "admin", generation: 1))
+        results.fails(
+            "gesture-twice",
+            Expectation.recognized(
+                [m("admin", "recognized"), m("admin", "recognized")], gesture: "admin", action: "admin", generation: 1),
+            containing: ["expected exactly [admin recognized admin]", "got [admin recognized admin, admin recognized"])
+        results.fails(
+            "gesture-missing", Expectation.recognized([], gesture: "back", action: "back", generation: 1),
+            containing: ["got [nothing]"])
+        results.fails(
+            "gesture-wrong-event",
+            Expectation.recognized([m("back", "began")], gesture: "back", action: "back", generation: 1),
+            containing: ["got [back began back]"])
+        results.fails(
+            "gesture-old-generation",
+            Expectation.recognized(
+                [m("back", "recognized", generation: 2)], gesture: "back", action: "back", generation: 1),
+            containing: ["generation 2, expected 1"])
+
+        results.passes(
             "cancel-ok",
             Expectation.sequence(
                 events(["touchDown", "touchCancel"]), control: "a", pattern: Expectation.cancelled, fields: fields))

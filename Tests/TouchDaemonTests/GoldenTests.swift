@@ -44,6 +44,17 @@ struct GoldenTests {
         }
     }
 
+    /// The admin long press of config/kiosk.toml: DESIGN.md's gesture line at the moment it is
+    /// recognized, its action, and a later tap on pay that the recognizer leaves alone.
+    @Test("examples/admin.touch on config/kiosk.toml")
+    func admin() throws {
+        let actual = try Self.simulate(
+            script: TestSupport.packageRoot.appendingPathComponent("examples/admin.touch").path)
+        #expect(actual == (try Self.golden("admin.jsonl")))
+        #expect(
+            actual.contains(#"{"type":"gesture","time_ms":3000,"gesture":"admin","state":"recognized","x":81,"y":80}"#))
+    }
+
     @Test(
         "libinput recordings on config/kiosk.toml",
         arguments: [

@@ -393,6 +393,8 @@ struct PropertyTests {
                         fail("action \(action.action) went to \(action.target ?? "nobody"), expected \(name)")
                     }
                     if expected.action == "nobody", action.target != nil { fail("unhandled action was handled") }
+                case .gesture(let record):
+                    fail("gesture event \(record.event) of \(record.gesture) in a scene without recognizers")
                 case .event(let record):
                     if !pending.isEmpty, let event = lastEvent {
                         fail("missing actions \(pending.map(\.action)) after \(event.event) of \(event.control)")
@@ -649,6 +651,7 @@ struct PropertyTests {
         case .targetDoesNotRespond: "targetDoesNotRespond"
         case .invalidValue: "invalidValue"
         case .unexpectedTransition: "unexpectedTransition"
+        case .unexpectedGestureTransition: "unexpectedGestureTransition"
         }
     }
 

@@ -19,6 +19,15 @@
 //         slider: min= max= axis=horizontal|vertical continuous=true|false
 //         segmented: segments=N (required) axis=
 //     action CONTROL EVENTS TARGET|- ACTION  adds an entry (TargetActionTable.add); `-` = nil target
+//     gesture ID KIND [SHAPE] [OPTION=VALUE...]   a recognizer, in declaration order
+//         KIND tap | long_press | swipe | pan | pinch; no SHAPE: its control's, group's or everywhere
+//         options: fingers= parent= control= cancels=true|false delays=true|false
+//                  simultaneous=G,G... requires=G,G...
+//         tap: taps= max_ms= movement= interval_ms= slop=    long_press: min_ms= movement=
+//         swipe: directions=left,up... distance= max_ms= edge=left|right|top|bottom margin=
+//         pan: distance=    pinch: threshold=
+//     gaction GESTURE EVENTS TARGET|- ACTION  a recognizer's entry; EVENTS: began,changed,recognized,...
+//     output W H                             the screen whose edges swipes start from (1920 1080)
 //     settings [max_contacts=N] [stuck_ms=N] [active_screen=ID]
 //     expect deadlines                       every step also prints `> deadline MS` (nextDeadline)
 //
@@ -40,12 +49,14 @@
 //     ? control C                        prints `> control C state=S [value=V] [contact=N]` or
 //                                        `> control C absent`
 //     ? contacts                         prints `> contacts N` (contacts down)
+//     ? gesture G                        prints `> recognizer G STATE`
 //
 // Expected output, listed completely and in this canonical order (a step with no such line
 // asserts that it produced nothing):
 //
 //     > event C EVENT [contact=N] state=STATE [value=V]         each Output entry, in order
-//     > action C EVENT ACTION target=T responder=R | target=-   (`-`: unhandled)
+//     > gesture G EVENT state=STATE contacts=N,N|- [translation=X,Y] [scale=S] [direction=D]
+//     > action C|G EVENT ACTION target=T responder=R | target=-   (`-`: unhandled)
 //     ! DIAGNOSTIC                                              Diagnostic.description, in order
 //     > deadline MS                                             only after `expect deadlines`
 //
@@ -161,6 +172,8 @@ struct ScenarioRunner {
                 return [line]
             case .contacts:
                 return ["> contacts \(scene.contactCount)"]
+            case .gesture(let id):
+                return ["> recognizer \(id) \(scene.gestureState(of: id).map(\.rawValue) ?? "absent")"]
             }
         }
     }
@@ -175,8 +188,19 @@ struct ScenarioRunner {
                 line += " state=\(record.state)"
                 if let value = record.value { line += " value=\(Self.format(value))" }
                 lines.append(line)
+            case .gesture(let record):
+                let contacts = record.contacts.isEmpty ? "-" : record.contacts.map(String.init).joined(separator: ",")
+                var line =
+                    "> gesture \(record.gesture) \(record.event) state=\(record.state.rawValue) contacts=\(contacts)"
+                if let translation = record.translation {
+                    line += " translation=\(Self.format(translation.x)),\(Self.format(translation.y))"
+                }
+                if let scale = record.scale { line += " scale=\(Self.format((scale * 1000).rounded() / 1000))" }
+                if let direction = record.direction { line += " direction=\(direction.names.joined(separator: ","))" }
+                lines.append(line)
             case .action(let action):
-                var line = "> action \(action.control) \(action.event) \(action.action) target=\(action.target ?? "-")"
+                let event = action.gestureEvent.map(\.description) ?? action.event.description
+                var line = "> action \(action.control) \(event) \(action.action) target=\(action.target ?? "-")"
                 if let responder = action.responder { line += " responder=\(responder.id)" }
                 lines.append(line)
             }
@@ -269,6 +293,7 @@ private enum ScenarioQuery: Hashable {
     case table(String)
     case control(String)
     case contacts
+    case gesture(String)
 }
 
 private enum ScenarioStepKind: Hashable {
@@ -296,13 +321,15 @@ private struct ScenarioDeclarations {
     var groups: [Group] = []
     var screens: [Screen] = []
     var controls: [Control] = []
+    var gestures: [GestureRecognizer] = []
+    var output = Rect(x: 0, y: 0, width: 1920, height: 1080)
     var activeScreen: String?
     var settings = Scene.Settings()
     var checksDeadlines = false
 
     func build() throws(Scene.BuildError) -> Scene {
         try Scene(
-            controls: controls, groups: groups, screens: screens, activeScreen: activeScreen,
+            controls: controls, gestures: gestures, groups: groups, screens: screens, activeScreen: activeScreen,
             applicationTarget: applicationTarget, targets: targets, settings: settings)
     }
 }
@@ -395,9 +422,13 @@ private struct ScenarioParser {
         }
         let words = tokens(String(line.dropFirst()))
         guard let head = words.first else { throw ScenarioLineError("empty `>` line") }
-        guard ["event", "action", "deadline", "entry", "control", "contacts", "table"].contains(head) else {
+        guard
+            ["event", "action", "deadline", "entry", "control", "contacts", "table", "gesture", "recognizer"]
+                .contains(head)
+        else {
             throw ScenarioLineError(
-                "unknown output line `> \(head)` (event, action, deadline, entry, control, contacts)")
+                "unknown output line `> \(head)` (event, gesture, action, deadline, entry, control, contacts, recognizer)"
+            )
         }
         return "> " + words.joined(separator: " ")
     }
@@ -442,6 +473,22 @@ private struct ScenarioParser {
             }
             declarations.controls[index].actions.add(
                 target: Self.targetSlot(arguments[2]), action: arguments[3], for: try Self.events(arguments[1]))
+        case "gesture":
+            declarations.gestures.append(try Self.gesture(arguments, output: declarations.output))
+        case "gaction":
+            guard arguments.count == 4 else {
+                throw ScenarioLineError("usage: gaction GESTURE EVENTS TARGET|- ACTION")
+            }
+            guard let index = declarations.gestures.firstIndex(where: { $0.id == arguments[0] }) else {
+                throw ScenarioLineError("gaction for undeclared gesture \(arguments[0])")
+            }
+            declarations.gestures[index].add(
+                target: Self.targetSlot(arguments[2]), action: arguments[3], for: try Self.gestureEvents(arguments[1]))
+        case "output":
+            guard arguments.count == 2, let width = Double(arguments[0]), let height = Double(arguments[1]) else {
+                throw ScenarioLineError("usage: output W H")
+            }
+            declarations.output = Rect(x: 0, y: 0, width: width, height: height)
         case "settings":
             var options = try Options(arguments)
             if let limit = try options.integer("max_contacts") { declarations.settings.maximumContacts = limit }
@@ -456,8 +503,8 @@ private struct ScenarioParser {
             declarations.checksDeadlines = true
         default:
             throw ScenarioLineError(
-                "unknown directive `\(tokens[0])` (target, application, group, screen, control, action, settings, "
-                    + "expect, a time, @, ?, >, !)")
+                "unknown directive `\(tokens[0])` (target, application, group, screen, control, action, gesture, "
+                    + "gaction, output, settings, expect, a time, @, ?, >, !)")
         }
         script.declarations = declarations
     }
@@ -509,6 +556,84 @@ private struct ScenarioParser {
             target: try options.string("target"))
         try options.finish()
         return control
+    }
+
+    private static func gesture(_ arguments: [String], output: Rect) throws(ScenarioLineError) -> GestureRecognizer {
+        guard arguments.count >= 2 else { throw ScenarioLineError("usage: gesture ID KIND [SHAPE] [OPTION=VALUE...]") }
+        var rest = Array(arguments.dropFirst(2))
+        var shape: Shape?
+        if let word = rest.first, !word.contains("=") { shape = try Self.shape(&rest) }
+        var options = try Options(rest)
+        func milliseconds(_ key: String) throws(ScenarioLineError) -> UInt64? {
+            guard let value = try options.integer(key) else { return nil }
+            guard value >= 0 else { throw ScenarioLineError("\(key) must not be negative") }
+            return UInt64(value) * 1000
+        }
+        let kind: GestureRecognizer.Kind
+        switch arguments[1] {
+        case "tap":
+            var tap = GestureRecognizer.Tap()
+            tap.taps = try options.integer("taps") ?? tap.taps
+            tap.maximumDuration = try milliseconds("max_ms")
+            tap.allowableMovement = try options.number("movement") ?? tap.allowableMovement
+            tap.interval = try milliseconds("interval_ms") ?? tap.interval
+            tap.slop = try options.number("slop") ?? tap.slop
+            kind = .tap(tap)
+        case "long_press":
+            var press = GestureRecognizer.LongPress()
+            press.minimumDuration = try milliseconds("min_ms") ?? press.minimumDuration
+            press.allowableMovement = try options.number("movement") ?? press.allowableMovement
+            kind = .longPress(press)
+        case "swipe":
+            var swipe = GestureRecognizer.Swipe()
+            if let names = try options.string("directions") {
+                swipe.directions = []
+                for name in names.split(separator: ",") {
+                    guard let direction = GestureRecognizer.Directions(name: String(name)) else {
+                        throw ScenarioLineError("unknown direction `\(name)` (left, right, up, down)")
+                    }
+                    swipe.directions.insert(direction)
+                }
+            }
+            swipe.minimumDistance = try options.number("distance") ?? swipe.minimumDistance
+            swipe.maximumDuration = try milliseconds("max_ms")
+            let margin = try options.number("margin") ?? 30
+            if let side = try options.string("edge") {
+                guard let side = GestureRecognizer.Edge.Side(rawValue: side) else {
+                    throw ScenarioLineError("edge=\(side): left, right, top or bottom")
+                }
+                swipe.edge = GestureRecognizer.Edge(side: side, margin: margin, bounds: output)
+            }
+            kind = .swipe(swipe)
+        case "pan":
+            kind = .pan(GestureRecognizer.Pan(minimumDistance: try options.number("distance") ?? 100))
+        case "pinch":
+            kind = .pinch(GestureRecognizer.Pinch(threshold: try options.number("threshold") ?? 10))
+        default:
+            throw ScenarioLineError("unknown gesture kind `\(arguments[1])` (tap, long_press, swipe, pan, pinch)")
+        }
+        func list(_ key: String) throws(ScenarioLineError) -> [String] {
+            try options.string(key).map { $0.split(separator: ",").map(String.init) } ?? []
+        }
+        let gesture = GestureRecognizer(
+            id: arguments[0], kind: kind, fingers: try options.integer("fingers") ?? 1, shape: shape,
+            parent: try options.string("parent"), control: try options.string("control"),
+            cancelsTouches: try options.boolean("cancels") ?? true,
+            delaysTouchesEnded: try options.boolean("delays") ?? true,
+            simultaneousWith: try list("simultaneous"), requiresFailureOf: try list("requires"))
+        try options.finish()
+        return gesture
+    }
+
+    static func gestureEvents(_ word: String) throws(ScenarioLineError) -> GestureRecognizer.Event {
+        var events: GestureRecognizer.Event = []
+        for name in word.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let event = GestureRecognizer.Event(name: String(name)) else {
+                throw ScenarioLineError("unknown gesture event `\(name)`")
+            }
+            events.formUnion(event)
+        }
+        return events
     }
 
     /// Consumes a shape from the front of `words`.
@@ -673,7 +798,8 @@ private struct ScenarioParser {
         case let words where words.count == 2 && words[0] == "table": return .table(words[1])
         case let words where words.count == 2 && words[0] == "control": return .control(words[1])
         case ["contacts"]: return .contacts
-        default: throw ScenarioLineError("unknown query (? table C, ? control C, ? contacts)")
+        case let words where words.count == 2 && words[0] == "gesture": return .gesture(words[1])
+        default: throw ScenarioLineError("unknown query (? table C, ? control C, ? contacts, ? gesture G)")
         }
     }
 

@@ -24,6 +24,8 @@ struct ActionDelivery: Hashable, Sendable {
     var value: Double? = nil
     /// The responder whose target handled a nil-target action.
     var responder: String? = nil
+    /// The gesture recognizer's id when a gesture sent it (then `control` holds the same id).
+    var gesture: String? = nil
     /// The touchscreen's sysname, e.g. `event5`.
     var device: String? = nil
     /// The configuration generation: 1 at start, one more per successful reload.
@@ -45,6 +47,7 @@ struct ActionDelivery: Hashable, Sendable {
         if let y { line.add("y", y) }
         if let value { line.add("value", value) }
         if let responder { line.add("responder", responder) }
+        if let gesture { line.add("gesture", gesture) }
         if let device { line.add("device", device) }
         line.add("generation", generation)
         return line.line
@@ -52,13 +55,20 @@ struct ActionDelivery: Hashable, Sendable {
 }
 
 extension ActionDelivery {
-    /// The delivery of a resolved action that a target handles; nil when no responder handled it.
+    /// The delivery of a resolved action that a target handles; nil when no responder handled it. A gesture's action
+    /// carries the gesture's id as `control` and in `gesture`, and its gesture event's name.
     init?(_ action: ResolvedAction, configuration: Configuration, device: String?, generation: Int) {
         guard let target = action.target else { return nil }
         self.init(
             action: action.action, target: target, control: action.control,
-            event: configuration.name(of: action.event), timeMicroseconds: action.time.microseconds,
-            contact: action.contact, x: action.location?.x, y: action.location?.y, value: action.value,
-            responder: action.responder?.id, device: device, generation: generation)
+            event: Self.eventName(of: action, configuration: configuration),
+            timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
+            y: action.location?.y, value: action.value, responder: action.responder?.id,
+            gesture: action.gestureEvent == nil ? nil : action.control, device: device, generation: generation)
+    }
+
+    /// The name of the event that fired `action`: its gesture event, or its control event as configured.
+    static func eventName(of action: ResolvedAction, configuration: Configuration) -> String {
+        action.gestureEvent.map(\.description) ?? configuration.name(of: action.event)
     }
 }

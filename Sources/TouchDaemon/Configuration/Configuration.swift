@@ -67,7 +67,7 @@ struct Configuration: Sendable {
         var ifRunning: IfRunning
     }
 
-    /// A gesture recognizer declaration (recognition itself arrives with the gesture issue).
+    /// A gesture recognizer declaration; ``recognizer(output:tracking:)`` makes the model's.
     struct Gesture: Hashable, Sendable {
         enum Kind: String, Hashable, Sendable, CaseIterable {
             case tap
@@ -100,6 +100,7 @@ struct Configuration: Sendable {
     }
 
     struct GestureAction: Hashable, Sendable {
+        /// Gesture event names (``GestureEvents/all``).
         var events: [String]
         var target: String?
         var action: String
@@ -122,6 +123,7 @@ struct Configuration: Sendable {
     func makeScene() throws(Scene.BuildError) -> Scene {
         try Scene(
             controls: controls,
+            gestures: gestures.map { $0.recognizer(output: output, tracking: tracking) },
             groups: groups,
             screens: screens,
             applicationTarget: applicationTarget,
@@ -135,5 +137,48 @@ struct Configuration: Sendable {
     func name(of event: Control.Event) -> String {
         if let custom = applicationEvents.first(where: { $0.value == event }) { return custom.key }
         return event.description
+    }
+}
+
+extension Configuration.Gesture {
+    /// The model's recognizer: the region is the gesture's shape, else its control's or group's
+    /// (the scene fills that in), else the whole output. A tap's repeat window and slop are the
+    /// `[tracking]` ones, like a control's touchDownRepeat; an edge is an edge of the output.
+    func recognizer(output: Configuration.Output, tracking: Configuration.Tracking) -> GestureRecognizer {
+        let model: GestureRecognizer.Kind
+        switch kind {
+        case .tap:
+            model = .tap(
+                GestureRecognizer.Tap(
+                    taps: taps, maximumDuration: maximumDuration, allowableMovement: allowableMovement,
+                    interval: tracking.repeatInterval, slop: tracking.repeatSlop))
+        case .longPress:
+            model = .longPress(
+                GestureRecognizer.LongPress(minimumDuration: minimumDuration, allowableMovement: allowableMovement))
+        case .swipe:
+            let directions = directions.reduce(into: GestureRecognizer.Directions()) {
+                $0.formUnion(GestureRecognizer.Directions(name: $1) ?? [])
+            }
+            let side = edge.flatMap(GestureRecognizer.Edge.Side.init(rawValue:))
+            model = .swipe(
+                GestureRecognizer.Swipe(
+                    directions: directions, minimumDistance: minimumDistance, maximumDuration: maximumDuration,
+                    edge: side.map { GestureRecognizer.Edge(side: $0, margin: edgeMargin, bounds: output.bounds) }))
+        case .pan:
+            model = .pan(GestureRecognizer.Pan(minimumDistance: minimumDistance))
+        case .pinch:
+            model = .pinch(GestureRecognizer.Pinch())
+        }
+        var recognizer = GestureRecognizer(
+            id: id, kind: model, fingers: fingers, shape: shape, parent: parent, control: control,
+            cancelsTouches: cancelsTouches, delaysTouchesEnded: delaysTouchesEnded, simultaneousWith: simultaneousWith,
+            requiresFailureOf: requiresFailureOf)
+        for action in actions {
+            let events = action.events.reduce(into: GestureRecognizer.Event()) {
+                $0.formUnion(GestureRecognizer.Event(name: $1) ?? [])
+            }
+            recognizer.add(target: TargetSlot(action.target), action: action.action, for: events)
+        }
+        return recognizer
     }
 }

@@ -11,6 +11,7 @@ final class Daemon {
     struct Statistics: Sendable {
         var frames = 0
         var controlEvents = 0
+        var gestureEvents = 0
         var actions = 0
         /// Actions no responder handled (nil target and nobody in the chain responds).
         var unhandledActions = 0
@@ -182,6 +183,15 @@ final class Daemon {
                         "control.id": "\(record.control)", "event": "\(configuration.name(of: record.event))",
                         "contact": "\(record.contact.map { "\($0)" } ?? "-")", "state": "\(record.state)",
                     ])
+            case .gesture(let record):
+                statistics.gestureEvents &+= 1
+                logger.debug(
+                    "gesture event",
+                    metadata: [
+                        "gesture.id": "\(record.gesture)", "event": "\(record.event)",
+                        "state": "\(record.state.rawValue)",
+                        "contacts": "\(record.contacts.map(String.init).joined(separator: ","))",
+                    ])
             case .action(let action):
                 statistics.actions &+= 1
                 dispatch(action, device: device, fromInput: fromInput)
@@ -191,7 +201,7 @@ final class Daemon {
     }
 
     private func dispatch(_ action: ResolvedAction, device: DeviceInfo?, fromInput: Bool) {
-        let event = configuration.name(of: action.event)
+        let event = ActionDelivery.eventName(of: action, configuration: configuration)
         guard let targetName = action.target,
             let target = configuration.targets.first(where: { $0.name == targetName })
         else {
@@ -203,11 +213,10 @@ final class Daemon {
         }
         switch target.kind {
         case .socket:
-            let delivery = ActionDelivery(
-                action: action.action, target: targetName, control: action.control, event: event,
-                timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
-                y: action.location?.y, value: action.value, responder: action.responder?.id,
-                device: device?.sysname, generation: generation)
+            guard
+                let delivery = ActionDelivery(
+                    action, configuration: configuration, device: device?.sysname, generation: generation)
+            else { return }
             outbox.append((delivery, fromInput))
         case .exec:
             statistics.actionsNotRun &+= 1
@@ -228,7 +237,7 @@ final class Daemon {
         case .contactLimitReached:
             statistics.contactsOverLimit &+= 1
             level = .warning
-        case .unexpectedTransition: level = .error
+        case .unexpectedTransition, .unexpectedGestureTransition: level = .error
         case .trackingCancelled(_, _, let reason): level = reason == .stuck ? .warning : .debug
         case .timeWentBackwards, .controlBusy: level = .debug
         case .unknownContact, .contactRestarted, .invalidLocation: level = .warning

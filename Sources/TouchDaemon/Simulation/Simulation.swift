@@ -1,7 +1,7 @@
 import TouchModel
 
 /// Runs a configuration's scene over frames in virtual time and renders what happened as the
-/// JSON Lines of DESIGN.md: control events, resolved actions and diagnostics, in order.
+/// JSON Lines of DESIGN.md: control events, gesture events, resolved actions and diagnostics, in order.
 struct Simulation {
     let configuration: Configuration
     private(set) var scene: Scene
@@ -58,11 +58,33 @@ struct Simulation {
                 }
                 json.add("state", record.state.description)
                 if let value = record.value { json.add("value", value) }
+            case .gesture(let record):
+                json.add("type", "gesture")
+                json.add("time_ms", milliseconds: record.time.microseconds)
+                json.add("gesture", record.gesture)
+                // The event is printed as `state` (DESIGN.md's gesture line): began, changed,
+                // recognized, ended, cancelled or failed.
+                json.add("state", record.event.description)
+                if let location = record.location {
+                    json.add("x", location.x)
+                    json.add("y", location.y)
+                }
+                if let translation = record.translation {
+                    json.add("translation_x", translation.x)
+                    json.add("translation_y", translation.y)
+                }
+                if let scale = record.scale { json.add("scale", scale) }
+                if let direction = record.direction { json.add("direction", direction.names.joined(separator: ",")) }
             case .action(let action):
                 json.add("type", "action")
                 json.add("time_ms", milliseconds: action.time.microseconds)
-                json.add("control", action.control)
-                json.add("event", configuration.name(of: action.event))
+                if let event = action.gestureEvent {
+                    json.add("gesture", action.control)
+                    json.add("event", event.description)
+                } else {
+                    json.add("control", action.control)
+                    json.add("event", configuration.name(of: action.event))
+                }
                 json.add("action", action.action)
                 json.add("target", action.target)
                 json.add("responder", action.responder?.id)

@@ -1,0 +1,228 @@
+/// Identifies one touch from its touch-down to its lift, unique for the scene's lifetime (contact
+/// ids are reused: libinput's seat slots, a script's contact numbers).
+typealias TouchSerial = UInt64
+
+/// One touch a recognizer sees.
+struct GestureTouch: Hashable, Sendable {
+    var serial: TouchSerial
+    var contact: ContactID
+    var start: Point
+    var location: Point
+}
+
+/// What one recognizer has seen of its touches since it last reset, and the kind's rules that turn
+/// touch-downs, moves, lifts and deadlines into inputs of the state table. Geometry and timing live
+/// here, so the table stays a pure function of (state, input).
+struct GestureProgress: Hashable, Sendable {
+    /// The touches down now, in the order they went down.
+    private(set) var down: [GestureTouch] = []
+    /// Every touch seen since the last reset, lifted ones included.
+    private(set) var sequence: Set<TouchSerial> = []
+    /// When the kind's timer fires (long press, tap windows, swipe duration); nil when none runs.
+    private(set) var deadline: Instant?
+    /// Taps completed in the current tap sequence.
+    private var tapCount = 0
+    /// Touches that went down in the current tap press.
+    private var pressTouches = 0
+    private var firstTap: Point?
+    private var lastLift: Instant?
+    /// A pinch's mean distance of its fingers from their centre, when all were down.
+    private var initialSpread: Double?
+    /// The swipe's direction once recognized.
+    private(set) var direction: GestureRecognizer.Directions?
+    /// The centre, translation and scale while the latest finger was still down, so the events of
+    /// a lift report where the gesture ended rather than what the remaining fingers show.
+    private(set) var lastCentroid: Point?
+    private(set) var lastTranslation = Point(x: 0, y: 0)
+    private(set) var lastScale = 1.0
+    private(set) var lastContacts: [ContactID] = []
+
+    /// Whether the recognizer has seen a touch since it last reset.
+    var isEngaged: Bool { !sequence.isEmpty }
+
+    func holds(_ serial: TouchSerial) -> Bool { down.contains { $0.serial == serial } }
+
+    /// The centre of the touches down now; nil when none is.
+    var centroid: Point? {
+        guard !down.isEmpty else { return nil }
+        let sum = down.reduce(Point(x: 0, y: 0)) { Point(x: $0.x + $1.location.x, y: $0.y + $1.location.y) }
+        return Point(x: sum.x / Double(down.count), y: sum.y / Double(down.count))
+    }
+
+    /// The mean movement of the touches down now since they went down (a pan's translation).
+    var translation: Point {
+        guard !down.isEmpty else { return Point(x: 0, y: 0) }
+        let sum = down.reduce(Point(x: 0, y: 0)) {
+            Point(x: $0.x + $1.location.x - $1.start.x, y: $0.y + $1.location.y - $1.start.y)
+        }
+        return Point(x: sum.x / Double(down.count), y: sum.y / Double(down.count))
+    }
+
+    /// The mean distance of the touches from their centre.
+    var spread: Double {
+        guard let centre = centroid else { return 0 }
+        return down.reduce(0) { $0 + $1.location.distance(to: centre) } / Double(down.count)
+    }
+
+    /// A pinch's scale: the spread now over the spread when every finger was down (1 before that).
+    var scale: Double {
+        guard let initialSpread, initialSpread > 0 else { return 1 }
+        return spread / initialSpread
+    }
+
+    /// The contacts down now, in the order they went down.
+    var contacts: [ContactID] { down.map(\.contact) }
+
+    private mutating func note() {
+        guard let centre = centroid else { return }
+        lastCentroid = centre
+        lastTranslation = translation
+        lastScale = scale
+        lastContacts = contacts
+    }
+
+    // MARK: - Facts
+
+    /// A touch went down in the recognizer's region while it is possible.
+    mutating func touchDown(
+        _ touch: GestureTouch, at now: Instant, for recognizer: GestureRecognizer
+    ) -> GestureRecognizer.Input? {
+        let pressStarts = down.isEmpty
+        down.append(touch)
+        sequence.insert(touch.serial)
+        defer { note() }
+        guard down.count <= recognizer.fingers else { return .fail }
+        switch recognizer.kind {
+        case .tap(let tap):
+            if pressStarts {
+                if tapCount > 0 {
+                    let late = lastLift.map { now.microseconds(since: $0) > tap.interval } ?? true
+                    let far = firstTap.map { touch.start.distance(to: $0) > tap.slop } ?? false
+                    if late || far { return .fail }
+                } else {
+                    firstTap = touch.start
+                }
+                pressTouches = 0
+                deadline = tap.maximumDuration.map { now.advanced(by: $0) }
+            }
+            pressTouches += 1
+            return pressTouches > recognizer.fingers ? .fail : nil
+        case .longPress(let press):
+            if down.count == recognizer.fingers { deadline = now.advanced(by: press.minimumDuration) }
+            return nil
+        case .swipe(let swipe):
+            if let edge = swipe.edge, !edge.holds(touch.start) { return .fail }
+            if sequence.count == 1 { deadline = swipe.maximumDuration.map { now.advanced(by: $0) } }
+            return nil
+        case .pan:
+            return nil
+        case .pinch:
+            if down.count == recognizer.fingers { initialSpread = spread }
+            return nil
+        }
+    }
+
+    /// A touch of the recognizer moved.
+    ///
+    /// With `settled` false, more of the recognizer's touches move later in the same frame: the
+    /// location is only recorded, and the frame is judged at its last move, all at one instant.
+    mutating func touchMoved(
+        _ serial: TouchSerial, to location: Point, in state: GestureRecognizer.State, for recognizer: GestureRecognizer,
+        settled: Bool = true
+    ) -> GestureRecognizer.Input? {
+        guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
+        down[index].location = location
+        note()
+        guard settled else { return nil }
+        let moved = down.reduce(0.0) { Swift.max($0, $1.location.distance(to: $1.start)) }
+        switch state {
+        case .began, .changed: return .update
+        case .ended, .cancelled, .failed: return nil
+        case .possible: break
+        }
+        switch recognizer.kind {
+        case .tap(let tap):
+            return moved > tap.allowableMovement ? .fail : nil
+        case .longPress(let press):
+            return moved > press.allowableMovement ? .fail : nil
+        case .swipe(let swipe):
+            guard down.count == recognizer.fingers else { return nil }
+            let travel = translation
+            let along = Swift.max(abs(travel.x), abs(travel.y))
+            guard along >= swipe.minimumDistance else { return nil }
+            let across = Swift.min(abs(travel.x), abs(travel.y))
+            let heading: GestureRecognizer.Directions =
+                abs(travel.x) >= abs(travel.y) ? (travel.x < 0 ? .left : .right) : (travel.y < 0 ? .up : .down)
+            guard across <= along * GestureRecognizer.Swipe.maximumSlant, swipe.directions.contains(heading) else {
+                return .fail
+            }
+            direction = heading
+            return .recognize
+        case .pan(let pan):
+            guard down.count == recognizer.fingers else { return nil }
+            let travel = translation
+            return (travel.x * travel.x + travel.y * travel.y).squareRoot() >= pan.minimumDistance ? .begin : nil
+        case .pinch(let pinch):
+            guard down.count == recognizer.fingers, let initialSpread else { return nil }
+            return abs(spread - initialSpread) >= pinch.threshold ? .begin : nil
+        }
+    }
+
+    /// A touch of the recognizer lifted (at its last location).
+    mutating func touchLifted(
+        _ serial: TouchSerial, at now: Instant, in state: GestureRecognizer.State, for recognizer: GestureRecognizer
+    ) -> GestureRecognizer.Input? {
+        guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
+        note()
+        down.remove(at: index)
+        switch state {
+        case .began, .changed: return .finish
+        case .ended, .cancelled, .failed: return nil
+        case .possible: break
+        }
+        switch recognizer.kind {
+        case .tap(let tap):
+            guard down.isEmpty else { return nil }
+            guard pressTouches == recognizer.fingers else { return .fail }
+            tapCount += 1
+            lastLift = now
+            if tapCount >= tap.taps {
+                deadline = nil
+                return .recognize
+            }
+            deadline = now.advanced(by: tap.interval)
+            return nil
+        case .longPress, .swipe, .pan, .pinch:
+            return .fail
+        }
+    }
+
+    /// A touch of the recognizer was cancelled by the input layer or the model.
+    mutating func touchCancelled(_ serial: TouchSerial, in state: GestureRecognizer.State) -> GestureRecognizer.Input? {
+        guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
+        note()
+        down.remove(at: index)
+        return state.isFinished ? nil : .cancel
+    }
+
+    /// The kind's timer fired.
+    mutating func deadlinePassed(for recognizer: GestureRecognizer) -> GestureRecognizer.Input {
+        deadline = nil
+        switch recognizer.kind {
+        case .longPress:
+            return down.count == recognizer.fingers ? .begin : .fail
+        case .tap, .swipe, .pan, .pinch:
+            return .fail
+        }
+    }
+
+    /// Stops the timer: the recognizer left `possible`.
+    mutating func stopTimer() {
+        deadline = nil
+    }
+
+    /// Forgets everything but the touches still down (which the recognizer keeps ignoring).
+    mutating func reset() {
+        self = GestureProgress()
+    }
+}
