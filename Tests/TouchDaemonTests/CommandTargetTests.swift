@@ -520,6 +520,45 @@ struct CommandTargetTests {
         #expect(ProcessStat.zombieChildren().isEmpty)
         await runner.shutdown(graceMicroseconds: 100_000)
     }
+
+    // MARK: - Signals
+
+    /// swift-subprocess's monitor thread waits with every signal unblocked, so a SIGHUP sent to touchd after the
+    /// first command may land there. SignalChannel forwards it to the thread that reads the signalfd instead of
+    /// letting the default action end the process. Runs in a process of its own: it installs handlers and sends
+    /// itself SIGHUP and SIGTERM.
+    @Test func straySignalsReachTheSignalfdAfterACommandRan() async {
+        await #expect(processExitsWith: .success) {
+            let result = runOnDedicatedThread(name: "signal-test") {
+                guard let signals = SignalChannel() else { return 10 }
+                signals.receiveOnCurrentThread()
+                let runner = CommandRunner(logger: testLogger(LineSink.memory()), output: .discarded)
+                runner.configure(["cmd": execTarget(["/bin/sleep", "1000"])])
+                runner.submit(delivery("go"))
+                // The monitor thread exists once a command runs.
+                var waited = 0
+                while runner.statistics["cmd"]?.processID == nil {
+                    usleep(10_000)
+                    waited += 1
+                    if waited > 2_000 { return 11 }
+                }
+                var received: [Int32] = []
+                for signal in [SIGHUP, SIGTERM] {
+                    kill(getpid(), signal)
+                    var polls = 0
+                    while !received.contains(signal) {
+                        received += signals.drain()
+                        usleep(10_000)
+                        polls += 1
+                        if polls > 2_000 { return 12 }
+                    }
+                }
+                runner.stop(graceMicroseconds: 100_000)
+                return received == [SIGHUP, SIGTERM] ? 0 : 13
+            }
+            exit(result)
+        }
+    }
 }
 
 // MARK: - Helpers
