@@ -116,11 +116,13 @@ struct CommandTargetTests {
         runner.configure(["cmd": execTarget(["/bin/sleep", "1000"])])
         runner.submit(delivery("go"))
         let pid = try #require(await processID(of: "cmd", in: runner))
+        let seen = try environment(of: pid)
         #expect(
-            try environment(of: pid) == [
+            seen == [
                 "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TOUCHD_ACTION": "go",
                 "TOUCHD_CONTROL": "pay", "TOUCHD_EVENT": "touchUpInside",
-            ])
+            ],
+            "pid \(pid): \(seen); \((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "no stat")")
         await runner.shutdown(graceMicroseconds: 100_000)
     }
 
@@ -157,19 +159,22 @@ struct CommandTargetTests {
         runner.configure([
             "missing": execTarget([directory.appendingPathComponent("deleted-after-load").path]),
             "denied": execTarget([notExecutable]),
+            "nowhere": execTarget([good], workingDirectory: directory.appendingPathComponent("gone").path),
             "good": execTarget([good], workingDirectory: directory.path),
         ])
 
         runner.submit(delivery("a", target: "missing"))
         runner.submit(delivery("b", target: "denied"))
-        #expect(await eventually { runner.statistics["missing"]?.spawnErrors == 1 })
-        #expect(await eventually { runner.statistics["denied"]?.spawnErrors == 1 })
-        for name in ["missing", "denied"] {
+        runner.submit(delivery("c", target: "nowhere"))
+        for name in ["missing", "denied", "nowhere"] {
+            #expect(await eventually { runner.statistics[name]?.spawnErrors == 1 })
             let statistics = try #require(runner.statistics[name])
             #expect(statistics.started == 0 && statistics.running == false && statistics.failed == 0)
         }
         let errors = logs.captured.filter { $0.hasPrefix("error: command could not be started") }
-        #expect(errors.count == 2)
+        #expect(errors.count == 3)
+        #expect(errors.contains { $0.contains("target=missing") && $0.contains("errno=\(ENOENT)") })
+        #expect(errors.contains { $0.contains("target=denied") && $0.contains("errno=\(EACCES)") })
         #expect(errors.contains { $0.contains("target=missing") && $0.contains("action=a") })
         #expect(errors.contains { $0.contains("target=denied") && $0.contains("action=b") })
 

@@ -162,10 +162,17 @@ enum CommandProcess {
                 case .some(let errno): errno.rawValue
                 case .none: nil
                 }
-            return .notStarted(description: "\(error)", errno: code)
+            return .notStarted(description: "\(error)", errno: programError(spec.program) ?? code)
         } catch {
-            return .notStarted(description: "\(error)", errno: nil)
+            return .notStarted(description: "\(error)", errno: programError(spec.program))
         }
+    }
+
+    /// Why `program` cannot be executed (ENOENT, EACCES, …), or nil when it looks executable. swift-subprocess
+    /// reports every failed candidate path as "not found" with ENOENT; this tells a missing program from one that
+    /// is not executable, for the log.
+    private static func programError(_ program: String) -> Int32? {
+        access(program, X_OK) == 0 ? nil : errno
     }
 
     private static func termination(_ status: TerminationStatus) -> CommandTermination {
