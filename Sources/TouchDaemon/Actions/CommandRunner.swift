@@ -118,9 +118,11 @@ final class CommandRunner: Sendable {
         core.submit(deliveries)
     }
 
-    /// Stops the runner: drops waiting runs, sends SIGTERM to every running child's process group, SIGKILL to those
-    /// still there after `graceMicroseconds`, and waits until every child has been reaped. Deliveries submitted
-    /// from now on are dropped and counted. Idempotent; a second caller waits like the first.
+    /// Stops the runner: drops waiting runs, sends SIGTERM to every running child's process group, SIGKILL to what
+    /// is left of each group after `graceMicroseconds`, and waits until every child (each command's own process) has
+    /// been reaped. Processes a command started in its group get the same signals but belong to init once the
+    /// command is gone; they are not waited for. Deliveries submitted from now on are dropped and counted.
+    /// Idempotent; a second caller waits like the first.
     ///
     /// Blocks the calling thread: call it from a thread of touchd's own (the input thread at shutdown), not from a
     /// Swift concurrency task; tasks use ``shutdown(graceMicroseconds:)``.
