@@ -1,16 +1,42 @@
 // Linux interfaces that Swift's Glibc module does not import: signalfd(2) for the input loop's signals and
-// eventfd(2) for waking executor threads, prctl(2) to name threads. Header-only; the daemon's Services and Actions layers import it.
+// eventfd(2) for waking executor threads, prctl(2) to name threads, and tgkill(2) and sigaction(2) for
+// SignalChannel's forwarding handler. Header-only; the daemon's Services and Actions layers import it.
 #ifndef TOUCHD_CLINUX_SHIM_H
 #define TOUCHD_CLINUX_SHIM_H
 
+#include <signal.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /// Names the calling thread (at most 15 bytes show), as `top -H` and `/proc/PID/task/TID/comm` show it.
 /// prctl(2) is variadic, which Swift cannot call directly.
 static inline int touchd_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/// The calling thread's kernel id (gettid(2)).
+static inline int touchd_gettid(void) {
+    return (int)syscall(SYS_gettid);
+}
+
+/// Sends `signal` to thread `tid` of process `tgid` (tgkill(2)). Async-signal-safe.
+static inline int touchd_tgkill(int tgid, int tid, int signal) {
+    return (int)syscall(SYS_tgkill, tgid, tid, signal);
+}
+
+/// Installs `handler` for `signal` with every signal blocked while it runs and SA_RESTART, so an interrupted
+/// system call in the thread that took the signal is restarted.
+static inline int touchd_install_handler(int signal, void (*handler)(int)) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = handler;
+    sigfillset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    return sigaction(signal, &action, NULL);
 }
 
 #endif

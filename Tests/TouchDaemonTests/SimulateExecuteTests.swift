@@ -54,4 +54,41 @@ struct SimulateExecuteTests {
         #expect(listener.next(within: 1) == nil)
         #expect(run.standardError.contains("sent=2"))
     }
+
+    /// Command targets run too, with the action's facts in their environment, and simulate waits for them.
+    @Test func executeRunsCommandTargets() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appendingPathComponent("ran.log").path
+        let config = directory.appendingPathComponent("touchd.toml")
+        try """
+        [output]
+        width = 1000
+        height = 1000
+
+        [targets.click]
+        exec = ["/bin/sh", "-c", "echo \\"$TOUCHD_ACTION $TOUCHD_CONTROL $TOUCHD_EVENT\\" >> \(log)"]
+        responds_to = ["click"]
+        if_running = "queue"
+
+        [[control]]
+        id = "pay"
+        kind = "button"
+        frame = { x = 100, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["touchDown", "touchUpInside"], target = "click", action = "click" }]
+
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let script = directory.appendingPathComponent("tap.touch")
+        try "0 down 0 150 150\n300 up 0\n".write(to: script, atomically: true, encoding: .utf8)
+
+        let dry = try CheckCommandTests.run(["simulate", "--config", config.path, script.path])
+        #expect(dry.status == 0)
+        #expect(!FileManager.default.fileExists(atPath: log), "a dry run ran a command")
+
+        let run = try CheckCommandTests.run(["simulate", "--config", config.path, script.path, "--execute"])
+        #expect(run.status == 0, "\(run.standardError)")
+        let ran = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(ran == "click pay touchDown\nclick pay touchUpInside\n")
+        #expect(run.standardError.contains("started=2"))
+    }
 }

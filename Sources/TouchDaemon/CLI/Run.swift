@@ -53,13 +53,17 @@ struct Run: ParsableCommand {
             logger.critical("cannot start the socket-target sender: \(error)")
             throw ExitCode(71)  // EX_OSERR
         }
+        // Children's standard output and error go to touchd's standard error: the journal under systemd.
+        let commands = CommandRunner(logger: logger, output: .standardError)
         let path = options.config
         let status = runOnDedicatedThread(name: "touchd-input") {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
-                notifier: notifier, sockets: sockets
+                notifier: notifier, sockets: sockets, commands: commands
             ).run(signals: signals)
         }
+        // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.
+        commands.stop(graceMicroseconds: Daemon.commandStopGrace)
         if status != 0 { throw ExitCode(status) }
     }
 

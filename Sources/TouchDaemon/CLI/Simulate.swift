@@ -12,7 +12,8 @@ struct Simulate: ParsableCommand {
             pixels) or a YAML file written by `libinput record`, whose device axes are mapped onto the configured \
             output. Prints one JSON object per line: control events, resolved actions and diagnostics, in the \
             order they happen. Nothing is executed unless --execute is given: then each action also goes to its \
-            target, as `touchd run` would send it, with the input's timing kept (a script of 10 s takes 10 s).
+            target as under `touchd run` (socket messages sent, commands run), with the input's timing kept (a \
+            script of 10 s takes 10 s).
             """
     )
 
@@ -21,7 +22,7 @@ struct Simulate: ParsableCommand {
     @Argument(help: ArgumentHelp("A touch script or a `libinput record` YAML file.", valueName: "input"))
     var input: String
 
-    @Flag(help: "Also send each action to its socket target, in real time (the default is a dry run).")
+    @Flag(help: "Also hand each action to its target (send its message, run its command), in real time.")
     var execute = false
 
     func run() throws {
@@ -43,6 +44,12 @@ struct Simulate: ParsableCommand {
 
     /// Prints the lines as they happen and hands each handled action to its target, sleeping between outputs so
     /// that they keep the input's spacing. Ends by flushing the targets and summarising what they got on stderr.
+    /// Waits until no command runs any more, or `microseconds` have passed.
+    private func waitForCommands(_ commands: CommandRunner, atMost microseconds: UInt64) {
+        let deadline = monotonicMicroseconds() &+ microseconds
+        while commands.runningCount > 0, monotonicMicroseconds() < deadline { usleep(10_000) }
+    }
+
     private func runExecuting(_ simulation: inout Simulation, frames: [Frame], configuration: Configuration) throws {
         let logger = Run.makeLogger(level: .info)
         let sockets: SocketTargetSender
@@ -53,8 +60,10 @@ struct Simulate: ParsableCommand {
             throw ExitCode(71)  // EX_OSERR
         }
         sockets.configure(configuration.socketTargets)
+        // Children's standard output and error go to simulate's standard error, apart from the JSON lines.
+        let commands = CommandRunner(logger: logger, output: .standardError)
+        commands.configure(configuration.execTargets)
         let kinds = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.name, $0.kind) })
-        var notRun: Set<String> = []
         let started = monotonicMicroseconds()
         let origin = frames.first?.time.microseconds ?? 0
         simulation.run(frames) { output, time in
@@ -64,25 +73,35 @@ struct Simulate: ParsableCommand {
             if due > now { usleep(UInt32(clamping: due - now)) }
             for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
             fflush(nil)  // all streams: Swift 6 refuses a reference to the global `stdout`
-            var deliveries: [ActionDelivery] = []
+            var messages: [ActionDelivery] = []
+            var runs: [ActionDelivery] = []
             for action in output.actions {
                 guard
                     let delivery = ActionDelivery(action, configuration: configuration, device: nil, generation: 1),
                     let kind = kinds[delivery.target]
                 else { continue }
                 switch kind {
-                case .socket: deliveries.append(delivery)
-                case .exec:
-                    if notRun.insert(delivery.target).inserted {
-                        logger.warning(
-                            "command targets are not run by this version of touchd; the action was dropped",
-                            metadata: ["target": "\(delivery.target)"])
-                    }
+                case .socket: messages.append(delivery)
+                case .exec: runs.append(delivery)
                 }
             }
-            sockets.submit(deliveries)
+            sockets.submit(messages)
+            commands.submit(runs)
         }
         sockets.stop(flushTimeoutMicroseconds: 2_000_000)
+        // The commands still running get their timeouts' worth of time, as under touchd run, then the usual
+        // SIGTERM-then-SIGKILL of their process groups.
+        let longest = configuration.execTargets.values.map(\.timeout).max() ?? 0
+        waitForCommands(commands, atMost: longest)
+        commands.stop(graceMicroseconds: CommandRunner.Limits.standard.killGrace)
+        for (name, statistics) in commands.statistics.sorted(by: { $0.key < $1.key }) {
+            logger.info(
+                "command target",
+                metadata: [
+                    "target": "\(name)", "started": "\(statistics.started)", "succeeded": "\(statistics.succeeded)",
+                    "failed": "\(statistics.failed)", "dropped": "\(statistics.dropped)",
+                ])
+        }
         for (name, statistics) in sockets.statistics.sorted(by: { $0.key < $1.key }) {
             logger.info(
                 "socket target",

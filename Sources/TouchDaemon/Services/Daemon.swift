@@ -4,8 +4,8 @@ import TouchModel
 
 /// `touchd run`: the input loop. One thread owns libinput, the router and the scene; it waits in `poll(2)` on
 /// libinput's fd and the signalfd with the scene's next deadline (and the watchdog's, when systemd asked for one) as
-/// timeout, so an idle daemon never wakes. Everything with side effects beyond the loop (socket sends) happens on the
-/// executors' own threads: the loop only hands them values.
+/// timeout, so an idle daemon never wakes. Everything with side effects beyond the loop (socket sends, running
+/// commands) happens on the executors' own threads and tasks: the loop only hands them values.
 final class Daemon {
     /// Counters kept by the input loop.
     struct Statistics: Sendable {
@@ -15,8 +15,6 @@ final class Daemon {
         var actions = 0
         /// Actions no responder handled (nil target and nobody in the chain responds).
         var unhandledActions = 0
-        /// Actions for command targets, which this version does not run yet.
-        var actionsNotRun = 0
         /// Contacts ignored because `max_contacts` were already down.
         var contactsOverLimit = 0
         var diagnostics = 0
@@ -32,6 +30,7 @@ final class Daemon {
     private let logger: Logger
     private let notifier: Notifier
     private let sockets: SocketTargetSender
+    private let commands: CommandRunner
     private var input: LibinputContext?
     private(set) var statistics = Statistics()
     /// From each frame's libinput timestamp to its actions being handed to their executor.
@@ -41,18 +40,18 @@ final class Daemon {
     private(set) var handling = LatencyHistogram()
     /// When `poll` last returned.
     private var wokeAt: UInt64 = 0
-    /// Socket deliveries of the current batch of input, handed over together by ``handOver()``; `fromInput` says
-    /// whether its time is an input event's (and so counts in the processing-time figures).
-    private var outbox: [(delivery: ActionDelivery, fromInput: Bool)] = []
+    /// Deliveries of the current batch of input, handed over together by ``handOver()``; `command` says whether they
+    /// go to the command runner (else the socket sender), `fromInput` whether their time is an input event's (and so
+    /// counts in the processing-time figures).
+    private var outbox: [(delivery: ActionDelivery, command: Bool, fromInput: Bool)] = []
     private var sceneDeadline: Instant?
     private var nextWatchdog: UInt64?
-    private var commandTargetsWarned: Set<String> = []
     private var diagnosticLimit = RateLimit()
     private var lastStatus = ""
 
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
-        sockets: SocketTargetSender
+        sockets: SocketTargetSender, commands: CommandRunner
     ) {
         self.configurationPath = configurationPath
         self.configuration = configuration
@@ -61,6 +60,7 @@ final class Daemon {
         self.logger = logger
         self.notifier = notifier
         self.sockets = sockets
+        self.commands = commands
     }
 
     /// Runs until SIGTERM or SIGINT; returns the exit status.
@@ -74,7 +74,10 @@ final class Daemon {
             return 69  // EX_UNAVAILABLE
         }
         self.input = input
+        // From here on a SIGHUP or SIGTERM that lands on a thread which unblocked it comes to this thread's signalfd.
+        signals.receiveOnCurrentThread()
         sockets.configure(configuration.socketTargets)
+        commands.configure(configuration.execTargets)
         logger.info(
             "touchd started",
             metadata: [
@@ -211,20 +214,13 @@ final class Daemon {
                 metadata: ["action": "\(action.action)", "control.id": "\(action.control)", "event": "\(event)"])
             return
         }
+        guard
+            let delivery = ActionDelivery(
+                action, configuration: configuration, device: device?.sysname, generation: generation)
+        else { return }
         switch target.kind {
-        case .socket:
-            guard
-                let delivery = ActionDelivery(
-                    action, configuration: configuration, device: device?.sysname, generation: generation)
-            else { return }
-            outbox.append((delivery, fromInput))
-        case .exec:
-            statistics.actionsNotRun &+= 1
-            if commandTargetsWarned.insert(targetName).inserted {
-                logger.warning(
-                    "command targets are not run by this version of touchd; the action was dropped",
-                    metadata: ["target": "\(targetName)", "action": "\(action.action)"])
-            }
+        case .socket: outbox.append((delivery, false, fromInput))
+        case .exec: outbox.append((delivery, true, fromInput))
         }
         logger.debug(
             "action", metadata: ["action": "\(action.action)", "target": "\(targetName)", "event": "\(event)"])
@@ -256,16 +252,22 @@ final class Daemon {
         }
     }
 
-    /// Hands the batch's deliveries to the socket sender in one call, and records how long each input event took
-    /// to get here: from its libinput timestamp (processing) and from `poll` returning (handling).
+    /// Hands the batch's deliveries to the socket sender and the command runner, one call each (neither blocks), and
+    /// records how long each input event took to get here: from its libinput timestamp (processing) and from `poll`
+    /// returning (handling).
     private func handOver() {
         guard !outbox.isEmpty else { return }
         let now = monotonicMicroseconds()
-        for (delivery, fromInput) in outbox where fromInput {
+        for (delivery, _, fromInput) in outbox where fromInput {
             processing.record(now.saturatingSubtract(delivery.timeMicroseconds))
             handling.record(now.saturatingSubtract(wokeAt))
         }
-        sockets.submit(outbox.lazy.map(\.delivery))
+        if outbox.contains(where: { !$0.command }) {
+            sockets.submit(outbox.lazy.filter { !$0.command }.map(\.delivery))
+        }
+        if outbox.contains(where: \.command) {
+            commands.submit(outbox.lazy.filter(\.command).map(\.delivery))
+        }
         outbox.removeAll(keepingCapacity: true)
     }
 
@@ -289,7 +291,7 @@ final class Daemon {
         }
         // Contacts that are down belong to the old layout: they end there, with touchCancel, and the router ignores
         // them until they lift, so the new layout never sees a touch that began nowhere. Their actions go out under
-        // the old targets, before the sender is reconfigured.
+        // the old targets, before the sender and the runner are reconfigured.
         cancelActiveContacts()
         handOver()
         configuration = loaded
@@ -299,7 +301,8 @@ final class Daemon {
         statistics.reloads &+= 1
         let notes = router.reconfigure(output: loaded.output, allowList: loaded.devices)
         sockets.configure(loaded.socketTargets)
-        commandTargetsWarned = []
+        // Commands that are running go on running (fault-cases.md C18); only what comes next uses the new targets.
+        commands.configure(loaded.execTargets)
         for note in notes {
             switch note {
             case .accepted(let device): logger.info("touchscreen now used", metadata: Self.metadata(of: device))
@@ -349,6 +352,7 @@ final class Daemon {
         cancelActiveContacts()
         handOver()
         sockets.stop(flushTimeoutMicroseconds: 1_000_000)
+        commands.stop(graceMicroseconds: Self.commandStopGrace)
         // From libinput's event timestamp to the executor (the contract's figure), and the in-process part of it.
         var latency = processing.summary.mapValues { Logger.MetadataValue.string($0) }
         for (key, value) in handling.summary where key != "samples" { latency["handling_\(key)"] = .string(value) }
@@ -362,7 +366,27 @@ final class Daemon {
                 "reloads": "\(statistics.reloads)", "reload_failures": "\(statistics.reloadFailures)",
                 "libinput_lost_event_warnings": "\(input?.lostEventWarnings ?? 0)",
             ])
+        logCommandStatistics()
         return 0
+    }
+
+    /// At shutdown, children still running get SIGTERM on their process group, and SIGKILL after this long.
+    static let commandStopGrace: UInt64 = 1_000_000
+
+    /// One line per command target that was ever configured.
+    private func logCommandStatistics() {
+        let all = commands.statistics
+        for name in all.keys.sorted() {
+            let counts = all[name]!
+            logger.info(
+                "command target statistics",
+                metadata: [
+                    "target": "\(name)", "started": "\(counts.started)", "succeeded": "\(counts.succeeded)",
+                    "failed": "\(counts.failed)", "timed_out": "\(counts.timedOut)",
+                    "terminated": "\(counts.terminated)", "spawn_errors": "\(counts.spawnErrors)",
+                    "dropped": "\(counts.dropped)",
+                ])
+        }
     }
 
     // MARK: - Status
