@@ -545,15 +545,7 @@ public struct Scene: Sendable {
         var handler: (target: String, responder: Responder)?
         switch entry.target {
         case .target(let name):
-            guard let target = targets[name] else {
-                output.diagnostics.append(.unknownTarget(name))
-                return
-            }
-            guard target.responds(to: entry.action) else {
-                output.diagnostics.append(
-                    .targetDoesNotRespond(control: control.id, target: name, action: entry.action))
-                return
-            }
+            guard checkExplicitTarget(name, action: entry.action, sender: control.id, into: &output) else { return }
             handler = (name, .control(control.id))
         case .responderChain:
             handler = firstResponder(for: entry.action, from: index)
@@ -563,6 +555,20 @@ public struct Scene: Sendable {
                 ResolvedAction(
                     time: now, control: control.id, event: event, action: entry.action, target: handler?.target,
                     responder: handler?.responder, contact: contact, location: location, value: value)))
+    }
+
+    /// Whether the explicit target `name` of an action sent by `sender` (a control or a gesture) exists and implements
+    /// `action`; when not, the action is dropped and the reason is added to the diagnostics.
+    func checkExplicitTarget(_ name: String, action: String, sender: String, into output: inout Output) -> Bool {
+        guard let target = targets[name] else {
+            output.diagnostics.append(.unknownTarget(name))
+            return false
+        }
+        guard target.responds(to: action) else {
+            output.diagnostics.append(.targetDoesNotRespond(control: sender, target: name, action: action))
+            return false
+        }
+        return true
     }
 
     /// Walks control → groups (innermost first) → active screen → application and returns the

@@ -301,13 +301,7 @@ extension Scene {
         var handler: (target: String, responder: Responder)?
         switch entry.target {
         case .target(let name):
-            guard let target = targets[name] else {
-                output.diagnostics.append(.unknownTarget(name))
-                return
-            }
-            guard target.responds(to: entry.action) else {
-                output.diagnostics.append(
-                    .targetDoesNotRespond(control: slot.recognizer.id, target: name, action: entry.action))
+            guard checkExplicitTarget(name, action: entry.action, sender: slot.recognizer.id, into: &output) else {
                 return
             }
             handler = (name, .gesture(slot.recognizer.id))
