@@ -69,4 +69,23 @@ struct DaemonSupportTests {
         // Without NOTIFY_SOCKET nothing is sent and nothing fails.
         #expect(!Notifier(socketPath: nil, watchdogInterval: nil).notify(["READY=1"]))
     }
+
+    /// NOTIFY_SOCKET may name an abstract socket ("@name"), as systemd in containers does.
+    @Test func notifierReachesAbstractSockets() throws {
+        let name = "touchd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var path = Array(name.utf8)
+        path.insert(0, at: 0)
+        var (address, length) = try #require(UnixSocket.address(path))
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length - 1) }
+        }
+        try #require(bound == 0)
+        #expect(Notifier(socketPath: "@" + name, watchdogInterval: nil).notify(["READY=1"]))
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        #expect(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self) == "READY=1")
+    }
 }

@@ -35,20 +35,18 @@ enum UnixSocket {
     /// Opens a non-blocking, close-on-exec socket of `type` and connects it to `path`.
     /// The corresponding C functions are `socket` and `connect`.
     static func connect(to path: String, type: Configuration.SocketTarget.SocketType) -> ConnectResult {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        // sun_path holds the path and its terminating NUL; the configuration refuses longer paths, so this is defence.
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return .failed(ENAMETOOLONG) }
         guard !bytes.contains(0) else { return .failed(EINVAL) }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        // The configuration refuses paths too long for sun_path, so this is defence.
+        guard let resolved = address(bytes) else { return .failed(ENAMETOOLONG) }
+        var address = resolved.address
+        let length = resolved.length
 
         let kind = type == .stream ? SOCK_STREAM : SOCK_DGRAM
         let descriptor = socket(
             AF_UNIX, Int32(bitPattern: kind.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return .failed(errno) }
 
-        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, length) }
         }
@@ -58,6 +56,16 @@ enum UnixSocket {
         if error == EINPROGRESS || error == EINTR { return .inProgress(descriptor) }
         close(descriptor)
         return .failed(error)
+    }
+
+    /// The `AF_UNIX` address of `path` (raw bytes, so an abstract name may start with NUL) and its length, which
+    /// counts a terminating NUL; nil when the path does not fit `sun_path` with it.
+    static func address(_ path: [UInt8]) -> (address: sockaddr_un, length: socklen_t)? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        guard path.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+        return (address, socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + path.count + 1))
     }
 
     /// Sends `bytes[offset...]`. The corresponding C function is `send`.

@@ -37,17 +37,12 @@ struct Notifier: Sendable {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
         var path = Array(socketPath.utf8)
-        // "@name" is an abstract socket: its name starts with a NUL byte.
-        if path.first == UInt8(ascii: "@") { path[0] = 0 }
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.count < capacity else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.enumerated() { buffer[index] = byte }
-        }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count)
+        // "@name" is an abstract socket: its name starts with a NUL byte, and its length counts no terminating NUL.
+        let abstract = path.first == UInt8(ascii: "@")
+        if abstract { path[0] = 0 }
+        guard var (address, length) = UnixSocket.address(path) else { return false }
+        if abstract { length -= 1 }
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
                 message.withUnsafeBytes { bytes in
