@@ -48,6 +48,8 @@ final class Daemon {
     private var nextWatchdog: UInt64?
     private var diagnosticLimit = RateLimit()
     private var lastStatus = ""
+    /// Set when a touchscreen was added or removed, so the status is rebuilt only then, not on every wake-up.
+    private var touchscreensChanged = false
 
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
@@ -124,7 +126,7 @@ final class Daemon {
                     scene.advance(to: Instant(microseconds: monotonicMicroseconds())), device: nil, fromInput: false)
             }
             handOver()
-            updateStatusIfChanged()
+            if touchscreensChanged { updateStatusIfChanged() }
         }
     }
 
@@ -156,6 +158,7 @@ final class Daemon {
                     statistics.frames &+= 1
                     deliver(scene.handle(frame), device: device, fromInput: true)
                 case .accepted(let device):
+                    touchscreensChanged = true
                     logger.info("touchscreen added", metadata: Self.metadata(of: device))
                 case .ignored(let device, let reason):
                     var metadata = Self.metadata(of: device)
@@ -166,6 +169,7 @@ final class Daemon {
                         logger.debug("input device removed", metadata: Self.metadata(of: device))
                         continue
                     }
+                    touchscreensChanged = true
                     logger.info("touchscreen removed", metadata: Self.metadata(of: device))
                     if router.touchscreens.isEmpty { logWaiting() }
                 }
@@ -401,6 +405,7 @@ final class Daemon {
     }
 
     private func updateStatusIfChanged() {
+        touchscreensChanged = false
         let status = statusText
         guard status != lastStatus else { return }
         lastStatus = status
