@@ -144,6 +144,7 @@ public enum Diagnostic: Hashable, Sendable, CustomStringConvertible {
     case unknownControl(String)
     case unknownScreen(String)
     case unknownTarget(String)
+    case unknownGesture(String)
     /// An explicit target that does not implement the action (the configuration layer refuses
     /// these at load time; this reports one added programmatically).
     case targetDoesNotRespond(control: String, target: String, action: String)
@@ -174,6 +175,7 @@ public enum Diagnostic: Hashable, Sendable, CustomStringConvertible {
         case .unknownControl(let id): "unknown control \(id)"
         case .unknownScreen(let id): "unknown screen \(id)"
         case .unknownTarget(let name): "unknown target \(name)"
+        case .unknownGesture(let id): "unknown gesture \(id)"
         case .targetDoesNotRespond(let control, let target, let action):
             "target \(target) of control \(control) does not respond to action \(action)"
         case .invalidValue(let control): "control \(control): value is not a finite number; ignored"

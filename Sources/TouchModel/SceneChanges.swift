@@ -163,6 +163,23 @@ extension Scene {
         return []
     }
 
+    /// Adds a target-action entry to a gesture recognizer, with the same rules as ``addAction(control:target:action:for:)``.
+    public mutating func addGestureAction(
+        gesture id: String, target: TargetSlot, action: String, for events: GestureRecognizer.Event
+    ) -> [Diagnostic] {
+        guard let index = recognizers.firstIndex(where: { $0.recognizer.id == id }) else {
+            return [.unknownGesture(id)]
+        }
+        if let name = target.name {
+            guard let known = targets[name] else { return [.unknownTarget(name)] }
+            guard known.responds(to: action) else {
+                return [.targetDoesNotRespond(control: id, target: name, action: action)]
+            }
+        }
+        recognizers[index].recognizer.add(target: target, action: action, for: events)
+        return []
+    }
+
     /// Removes events from a control's entries (see ``TargetActionTable/remove(target:action:for:)``).
     public mutating func removeAction(
         control id: String, target: TargetSlot?, action: String?, for events: Control.Event

@@ -647,6 +647,7 @@ struct PropertyTests {
         case .timeWentBackwards: "timeWentBackwards"
         case .unknownControl: "unknownControl"
         case .unknownScreen: "unknownScreen"
+        case .unknownGesture: "unknownGesture"
         case .unknownTarget: "unknownTarget"
         case .targetDoesNotRespond: "targetDoesNotRespond"
         case .invalidValue: "invalidValue"

@@ -355,6 +355,34 @@ struct TargetActionTableTests {
         #expect(missing.diagnostics == [.unknownControl("nope")])
     }
 
+    @Test("a subscriber added to a gesture as a weak target gets its events until it goes away")
+    func gestureWeakTarget() throws {
+        let tap = GestureRecognizer(
+            id: "corner", kind: .tap(GestureRecognizer.Tap(taps: 1)), fingers: 1,
+            shape: .rect(Rect(x: 0, y: 0, width: 100, height: 100)))
+        var scene = try Scene(controls: [], gestures: [tap], targets: [Target(name: "tap", respondsTo: ["tap"])])
+        #expect(scene.gestureIDs == ["corner"])
+        #expect(
+            scene.addGestureAction(gesture: "nope", target: .responderChain, action: "x", for: .recognized) == [
+                .unknownGesture("nope")
+            ])
+        #expect(
+            scene.addGestureAction(gesture: "corner", target: .target("ghost"), action: "x", for: .recognized) == [
+                .unknownTarget("ghost")
+            ])
+        scene.addTarget(Target(name: "client-1", actions: .all))
+        #expect(
+            scene.addGestureAction(gesture: "corner", target: .target("client-1"), action: "event", for: .recognized)
+                .isEmpty)
+        let output = scene.handle(Frame(time: .zero, samples: [.began(1, at: Point(x: 10, y: 10)), .ended(1)]))
+        #expect(output.actions.map(\.target) == ["client-1"])
+        #expect(output.actions.first?.gestureEvent == .recognized)
+        scene.removeTarget(named: "client-1")
+        let after = scene.handle(
+            Frame(time: .seconds(1), samples: [.began(1, at: Point(x: 10, y: 10)), .ended(1)]))
+        #expect(after.actions.isEmpty)
+    }
+
     @Test("addAction refuses unknown targets and targets that do not respond")
     func addActionValidation() throws {
         var scene = try Self.scene([Self.button()])

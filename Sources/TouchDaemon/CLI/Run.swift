@@ -59,7 +59,7 @@ struct Run: ParsableCommand {
         let status = runOnDedicatedThread(name: "touchd-input") {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
-                notifier: notifier, sockets: sockets, commands: commands
+                notifier: notifier, sockets: sockets, commands: commands, control: nil
             ).run(signals: signals)
         }
         // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.

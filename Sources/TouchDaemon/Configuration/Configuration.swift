@@ -67,6 +67,19 @@ struct Configuration: Sendable {
         var ifRunning: IfRunning
     }
 
+    /// `[control_socket]`: the control socket (docs/control-socket.md). Read at start only.
+    struct ControlSocket: Hashable, Sendable {
+        /// false: no control socket.
+        var enabled = true
+        /// Where touchd creates the socket when systemd did not pass one.
+        var path = "/run/touchd/control.sock"
+        /// The socket file's group in standalone mode, and the group whose members may connect as observers.
+        var group = "touchd-clients"
+        /// Members may also change things (controllers).
+        var adminGroup = "touchd-admin"
+        var maximumClients = 32
+    }
+
     /// A gesture recognizer declaration; ``recognizer(output:tracking:)`` makes the model's.
     struct Gesture: Hashable, Sendable {
         enum Kind: String, Hashable, Sendable, CaseIterable {
@@ -110,6 +123,7 @@ struct Configuration: Sendable {
     var seat: String
     var devices: [DeviceMatch]
     var tracking: Tracking
+    var control = ControlSocket()
     var targets: [TargetDefinition]
     var applicationTarget: String?
     /// Names the configuration gives to events of the `applicationReserved` range.

@@ -89,6 +89,7 @@ private struct Decoder {
         let bounds = output?.bounds ?? Rect(x: 0, y: 0, width: 1920, height: 1080)
         let devices = root.tables("device", limit: Limits.devices).map { decodeDevice($0, bounds: bounds) }
         let tracking = decodeTracking()
+        let control = decodeControlSocket()
         let declaredTargets = decodeTargets()
         let targets = declaredTargets.compactMap(\.definition)
         // Targets with a broken definition stay known by name, so references to them do not add
@@ -183,7 +184,8 @@ private struct Decoder {
 
         guard let output, let tracking else { return nil }
         return Configuration(
-            output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, targets: targets,
+            output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
+            targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
             groups: groups, controls: controls, gestures: gestures)
     }
@@ -228,6 +230,47 @@ private struct Decoder {
             table.report("seat", "'\(seat)' is not a seat name (like seat0)")
         }
         return seat
+    }
+
+    private func decodeControlSocket() -> Configuration.ControlSocket {
+        var control = Configuration.ControlSocket()
+        guard let table = root.table("control_socket") else { return control }
+        defer { table.finish() }
+        if let enabled = table.bool("enabled") { control.enabled = enabled }
+        if let path = table.string("socket") {
+            if let problem = Self.socketPathProblem(path) {
+                table.report("socket", problem)
+            } else {
+                control.path = path
+            }
+        }
+        for (key, keyPath) in [("group", \Configuration.ControlSocket.group), ("admin_group", \.adminGroup)] {
+            guard let name = table.string(key) else { continue }
+            if Self.isGroupName(name) {
+                control[keyPath: keyPath] = name
+            } else {
+                table.report(key, "'\(name)' is not a group name (letters, digits, '-', '_', '.', at most 32 bytes)")
+            }
+        }
+        if let value = table.integer("max_clients", in: 1...1_024) { control.maximumClients = value }
+        return control
+    }
+
+    /// Why `path` cannot name a Unix socket, or nil when it can.
+    static func socketPathProblem(_ path: String) -> String? {
+        guard path.hasPrefix("/") else {
+            return "'\(path)' is not an absolute path (abstract and relative socket names are refused)"
+        }
+        guard path.utf8.count <= 107, !path.utf8.contains(0) else {
+            return "the path is \(path.utf8.count) bytes; a Unix socket path holds at most 107"
+        }
+        return nil
+    }
+
+    /// A portable POSIX group name, as `groupadd` accepts it.
+    static func isGroupName(_ name: String) -> Bool {
+        guard let first = name.first, name.utf8.count <= 32, first != "-" else { return false }
+        return name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }
     }
 
     private func decodeDevice(_ table: TableReader, bounds: Rect) -> Configuration.DeviceMatch? {
@@ -343,13 +386,8 @@ private struct Decoder {
             Configuration.SocketTarget.SocketType.init)
         _ = target.choice("format", ["json"])
         guard let path = target.string("socket") else { return nil }
-        guard path.hasPrefix("/") else {
-            target.report(
-                "socket", "'\(path)' is not an absolute path (abstract and relative socket names are refused)")
-            return nil
-        }
-        guard path.utf8.count <= 107, !path.utf8.contains(0) else {
-            target.report("socket", "the path is \(path.utf8.count) bytes; a Unix socket path holds at most 107")
+        if let problem = Self.socketPathProblem(path) {
+            target.report("socket", problem)
             return nil
         }
         return Configuration.SocketTarget(path: path, type: type ?? .stream)

@@ -23,15 +23,15 @@ final class Daemon {
     }
 
     private let configurationPath: String
-    private var configuration: Configuration
-    private var scene: Scene
-    private var router: TouchRouter
-    private var generation = 1
-    private let logger: Logger
+    var configuration: Configuration
+    var scene: Scene
+    var router: TouchRouter
+    var generation = 1
+    let logger: Logger
     private let notifier: Notifier
-    private let sockets: SocketTargetSender
-    private let commands: CommandRunner
-    private var input: LibinputContext?
+    let sockets: SocketTargetSender
+    let commands: CommandRunner
+    var input: LibinputContext?
     private(set) var statistics = Statistics()
     /// From each frame's libinput timestamp to its actions being handed to their executor.
     private(set) var processing = LatencyHistogram()
@@ -50,10 +50,17 @@ final class Daemon {
     private var lastStatus = ""
     /// Set when a touchscreen was added or removed, so the status is rebuilt only then, not on every wake-up.
     private var touchscreensChanged = false
+    /// The control socket's server; nil when `[control_socket] enabled = false` or it could not be set up.
+    let control: (any ControlChannel)?
+    /// Responses and events for the control socket, handed over with the batch's deliveries.
+    var controlOutbox: [ControlMessage] = []
+    var subscriptions = ControlSubscriptions()
+    /// When the daemon started (monotonic microseconds), for `stats`.
+    let startedAt = monotonicMicroseconds()
 
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
-        sockets: SocketTargetSender, commands: CommandRunner
+        sockets: SocketTargetSender, commands: CommandRunner, control: (any ControlChannel)?
     ) {
         self.configurationPath = configurationPath
         self.configuration = configuration
@@ -63,6 +70,7 @@ final class Daemon {
         self.notifier = notifier
         self.sockets = sockets
         self.commands = commands
+        self.control = control
     }
 
     /// Runs until SIGTERM or SIGINT; returns the exit status.
@@ -100,6 +108,9 @@ final class Daemon {
             pollfd(fd: input.fileDescriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: signals.fileDescriptor, events: Int16(POLLIN), revents: 0),
         ]
+        if let control {
+            descriptors.append(pollfd(fd: control.noteFileDescriptor, events: Int16(POLLIN), revents: 0))
+        }
         while true {
             pingWatchdogIfDue()
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout())
@@ -121,6 +132,8 @@ final class Daemon {
                 }
             }
             if descriptors[0].revents != 0 { handle(input.dispatch()) }
+            // After the input, so that a request sees the touches that came with it.
+            if descriptors.count > 2 && descriptors[2].revents != 0 { handleControlNotes() }
             if let deadline = sceneDeadline, monotonicMicroseconds() >= deadline.microseconds {
                 deliver(
                     scene.advance(to: Instant(microseconds: monotonicMicroseconds())), device: nil, fromInput: false)
@@ -160,10 +173,12 @@ final class Daemon {
                 case .accepted(let device):
                     touchscreensChanged = true
                     logger.info("touchscreen added", metadata: Self.metadata(of: device))
+                    broadcastDevice("added", device)
                 case .ignored(let device, let reason):
                     var metadata = Self.metadata(of: device)
                     metadata["reason"] = "\(reason)"
                     logger.info("input device ignored", metadata: metadata)
+                    broadcastDevice("ignored", device, reason: "\(reason)")
                 case .removed(let device, let wasUsed):
                     guard wasUsed else {
                         logger.debug("input device removed", metadata: Self.metadata(of: device))
@@ -171,6 +186,7 @@ final class Daemon {
                     }
                     touchscreensChanged = true
                     logger.info("touchscreen removed", metadata: Self.metadata(of: device))
+                    broadcastDevice("removed", device)
                     if router.touchscreens.isEmpty { logWaiting() }
                 }
             }
@@ -178,7 +194,7 @@ final class Daemon {
     }
 
     /// Hands the output's actions to their executors and logs its events and diagnostics.
-    private func deliver(_ output: Output, device: DeviceInfo?, fromInput: Bool) {
+    func deliver(_ output: Output, device: DeviceInfo?, fromInput: Bool) {
         sceneDeadline = output.nextDeadline
         for entry in output.entries {
             switch entry {
@@ -200,6 +216,12 @@ final class Daemon {
                         "contacts": "\(record.contacts.map(String.init).joined(separator: ","))",
                     ])
             case .action(let action):
+                if let event = ControlSubscriptions.event(
+                    for: action, configuration: configuration, device: device?.sysname, generation: generation)
+                {
+                    controlOutbox.append(.event(event))
+                    continue
+                }
                 statistics.actions &+= 1
                 dispatch(action, device: device, fromInput: fromInput)
             }
@@ -241,7 +263,8 @@ final class Daemon {
         case .trackingCancelled(_, _, let reason): level = reason == .stuck ? .warning : .debug
         case .timeWentBackwards, .controlBusy: level = .debug
         case .unknownContact, .contactRestarted, .invalidLocation: level = .warning
-        case .unknownControl, .unknownScreen, .unknownTarget, .targetDoesNotRespond, .invalidValue: level = .info
+        case .unknownControl, .unknownScreen, .unknownTarget, .unknownGesture, .targetDoesNotRespond, .invalidValue:
+            level = .info
         }
         guard level > .debug else {
             logger.debug("\(diagnostic)")
@@ -260,6 +283,10 @@ final class Daemon {
     /// records how long each input event took to get here: from its libinput timestamp (processing) and from `poll`
     /// returning (handling).
     private func handOver() {
+        if !controlOutbox.isEmpty {
+            control?.post(controlOutbox)
+            controlOutbox.removeAll(keepingCapacity: true)
+        }
         guard !outbox.isEmpty else { return }
         let now = monotonicMicroseconds()
         for (delivery, _, fromInput) in outbox where fromInput {
@@ -298,10 +325,14 @@ final class Daemon {
         // the old targets, before the sender and the runner are reconfigured.
         cancelActiveContacts()
         handOver()
+        let previousControl = configuration.control
         configuration = loaded
         scene = newScene
         sceneDeadline = nil
         generation += 1
+        // Subscribers are weak targets of the old scene: they follow the new one.
+        subscriptions.reinstall(in: &scene)
+        control?.setGeneration(generation)
         statistics.reloads &+= 1
         let notes = router.reconfigure(output: loaded.output, allowList: loaded.devices)
         sockets.configure(loaded.socketTargets)
@@ -320,6 +351,12 @@ final class Daemon {
         logger.info(
             "configuration reloaded",
             metadata: ["generation": "\(generation)", "controls": "\(loaded.controls.count)"])
+        if loaded.control != previousControl {
+            logger.warning(
+                "the [control_socket] settings changed; they apply at the next start",
+                metadata: ["config": "\(configurationPath)"])
+        }
+        broadcastConfig("reloaded")
         lastStatus = statusText
         notifier.ready(status: lastStatus)
     }
@@ -332,6 +369,7 @@ final class Daemon {
             metadata: ["generation": "\(generation)", "problems": "\(lines.count)"])
         let first = lines.first ?? "unknown error"
         notifier.notify(["READY=1", "STATUS=reload failed: \(first)"])
+        broadcastConfig("rejected", problems: lines.count)
     }
 
     /// A SIGHUP with no touchscreen in use also retries the devices libinput could not open (fault-cases.md D2).
@@ -355,6 +393,8 @@ final class Daemon {
         logger.info("stopping")
         cancelActiveContacts()
         handOver()
+        // Subscribers get a shutdown line first, so they know the connection's end is not a crash.
+        control?.stop(flushTimeoutMicroseconds: 500_000)
         sockets.stop(flushTimeoutMicroseconds: 1_000_000)
         commands.stop(graceMicroseconds: Self.commandStopGrace)
         // From libinput's event timestamp to the executor (the contract's figure), and the in-process part of it.

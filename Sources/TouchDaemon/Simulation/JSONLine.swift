@@ -36,7 +36,30 @@ struct JSONLine {
         }
     }
 
+    /// A member whose value is already JSON text (an object or an array built elsewhere).
+    mutating func add(_ key: String, json: String) {
+        separate(key)
+        text += json
+    }
+
+    /// An array of strings.
+    mutating func add(_ key: String, strings: [String]) {
+        separate(key)
+        text += JSONLine.array(
+            strings.map { value in
+                var item = ""
+                JSONLine.appendString(value, to: &item)
+                return item
+            })
+    }
+
     var line: String { text + "}" }
+
+    /// The members added so far without the braces, for messages that others complete.
+    var members: String { String(text.dropFirst()) }
+
+    /// A JSON array of values that are already JSON text.
+    static func array(_ items: [String]) -> String { "[" + items.joined(separator: ",") + "]" }
 
     private mutating func separate(_ key: String) {
         if text.count > 1 { text += "," }

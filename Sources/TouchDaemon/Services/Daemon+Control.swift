@@ -1,0 +1,265 @@
+import Logging
+import TouchModel
+
+/// The input thread's side of the control socket: what it needs from the server.
+protocol ControlChannel: AnyObject, Sendable {
+    /// Readable while notes wait; the input loop polls it.
+    var noteFileDescriptor: Int32 { get }
+    /// Takes the waiting notes; never blocks.
+    func takeNotes() -> [ControlNote]
+    /// Hands the server responses and events, in order; never blocks.
+    func post(_ messages: [ControlMessage])
+    /// The generation the server's hello reports.
+    func setGeneration(_ generation: Int)
+    /// Tells every client touchd is stopping, flushes for at most this long, and closes everything.
+    func stop(flushTimeoutMicroseconds: UInt64)
+    /// The server's counters for `stats`, as name and value, in a stable order.
+    var counters: [(name: String, value: Int)] { get }
+}
+
+/// Answers the control socket's requests on the input thread, where the scene lives, and feeds its subscribers.
+extension Daemon {
+    /// Answers every waiting note; the responses and the events they cause go out with the batch's hand-over.
+    func handleControlNotes() {
+        guard let control else { return }
+        for note in control.takeNotes() {
+            switch note {
+            case .request(let request): answer(request)
+            case .disconnected(let client):
+                subscriptions.remove(client, scene: &scene)
+            }
+        }
+    }
+
+    private func answer(_ request: ControlRequest) {
+        let client = request.client
+        let id = request.id
+        let now = Instant(microseconds: monotonicMicroseconds())
+        switch request.command {
+        case .state:
+            controlOutbox.append(.response(client: client, id: id, result: stateJSON()))
+        case .stats:
+            controlOutbox.append(.response(client: client, id: id, result: statsJSON()))
+        case .set(let name, let enabled, let selected, let value):
+            guard scene.control(name) != nil else {
+                return refuse(request, code: "unknown_control", "no control called '\(name)'")
+            }
+            if let value, !value.isFinite {
+                return refuse(request, code: "invalid_value", "the value must be a finite number")
+            }
+            let before = controlJSON(name)
+            if let enabled { deliver(scene.setEnabled(name, enabled, at: now), device: nil, fromInput: false) }
+            if let selected { deliver(scene.setSelected(name, selected, at: now), device: nil, fromInput: false) }
+            if let value { deliver(scene.setValue(name, value, at: now), device: nil, fromInput: false) }
+            let after = controlJSON(name)
+            logger.info(
+                "control changed over the control socket",
+                metadata: ["control.id": "\(name)", "client": "\(client)", "state": "\(after)"])
+            controlOutbox.append(.response(client: client, id: id, result: after))
+            if after != before {
+                broadcast(.state, control: name, members: Self.stateMembers(after))
+            }
+        case .send(let name, let eventNames):
+            guard scene.control(name) != nil else {
+                return refuse(request, code: "unknown_control", "no control called '\(name)'")
+            }
+            var events = Control.Event()
+            for eventName in eventNames {
+                guard let event = configuration.controlEvent(named: eventName) else {
+                    return refuse(request, code: "unknown_event", "no control event called '\(eventName)'")
+                }
+                events.formUnion(event)
+            }
+            let output = scene.sendActions(for: events, control: name, at: now)
+            let fired = output.entries.count { entry in
+                guard case .action(let action) = entry else { return false }
+                return ControlSubscriptions.client(ofTarget: action.target) == nil
+            }
+            logger.info(
+                "actions sent over the control socket",
+                metadata: [
+                    "control.id": "\(name)", "client": "\(client)", "events": "\(eventNames.joined(separator: ","))",
+                    "actions": "\(fired)",
+                ])
+            deliver(output, device: nil, fromInput: false)
+            var result = JSONLine()
+            result.add("actions", fired)
+            controlOutbox.append(.response(client: client, id: id, result: result.line))
+        case .screen(let screen):
+            if let screen {
+                guard scene.screenIDs.contains(screen) else {
+                    return refuse(request, code: "unknown_screen", "no screen called '\(screen)'")
+                }
+                let changed = scene.activeScreen != screen
+                deliver(scene.activateScreen(screen, at: now), device: nil, fromInput: false)
+                if changed {
+                    logger.info("screen switched over the control socket", metadata: ["screen": "\(screen)"])
+                    var members = JSONLine()
+                    members.add("kind", ControlSubscriptions.Kind.screen.rawValue)
+                    members.add("screen", screen)
+                    broadcast(.screen, members: members.members)
+                }
+            }
+            var result = JSONLine()
+            result.add("active_screen", scene.activeScreen)
+            controlOutbox.append(.response(client: client, id: id, result: result.line))
+        case .subscribe(let filter):
+            if let error = subscriptions.subscribe(client, filter: filter, scene: &scene, configuration: configuration)
+            {
+                return controlOutbox.append(.failure(client: client, id: id, error: error))
+            }
+            controlOutbox.append(.subscribed(client: client, id: id, snapshot: stateJSON()))
+        case .unsubscribe:
+            subscriptions.remove(client, scene: &scene)
+            controlOutbox.append(.unsubscribed(client: client, id: id))
+        }
+    }
+
+    private func refuse(_ request: ControlRequest, code: String, _ message: String) {
+        controlOutbox.append(
+            .failure(client: request.client, id: request.id, error: ControlError(code: code, message: message)))
+    }
+
+    /// Queues an event for the subscribers that want its kind.
+    func broadcast(_ kind: ControlSubscriptions.Kind, control: String? = nil, members: String) {
+        let recipients = subscriptions.recipients(of: kind, control: control)
+        guard !recipients.isEmpty else { return }
+        controlOutbox.append(.event(ControlEvent(recipients: recipients, members: members, coalescingKey: nil)))
+    }
+
+    /// Tells subscribers about a touchscreen that came, went or was left out.
+    func broadcastDevice(_ change: String, _ device: DeviceInfo, reason: String? = nil) {
+        var members = JSONLine()
+        members.add("kind", ControlSubscriptions.Kind.device.rawValue)
+        members.add("change", change)
+        members.add("device", device.sysname)
+        members.add("name", device.name)
+        if let reason { members.add("reason", reason) }
+        broadcast(.device, members: members.members)
+    }
+
+    /// Tells subscribers a reload succeeded or was refused.
+    func broadcastConfig(_ change: String, problems: Int? = nil) {
+        var members = JSONLine()
+        members.add("kind", ControlSubscriptions.Kind.config.rawValue)
+        members.add("change", change)
+        members.add("generation", generation)
+        if let problems { members.add("problems", problems) }
+        broadcast(.config, members: members.members)
+    }
+
+    // MARK: - Results
+
+    /// `state`'s result, and a subscription's snapshot.
+    func stateJSON() -> String {
+        var line = JSONLine()
+        line.add("generation", generation)
+        line.add("active_screen", scene.activeScreen)
+        line.add("screens", strings: scene.screenIDs)
+        line.add("controls", json: JSONLine.array(scene.controlIDs.map(controlJSON)))
+        line.add("gestures", strings: scene.gestureIDs)
+        line.add(
+            "devices",
+            json: JSONLine.array(
+                router.touchscreens.map { device in
+                    var entry = JSONLine()
+                    entry.add("sysname", device.sysname)
+                    entry.add("name", device.name)
+                    entry.add("vendor", DeviceInfo.hex(device.vendor))
+                    entry.add("product", DeviceInfo.hex(device.product))
+                    entry.add("node", device.devnode)
+                    return entry.line
+                }))
+        line.add("contacts", scene.contactCount)
+        return line.line
+    }
+
+    /// One control's state, as `state` and `set` show it.
+    func controlJSON(_ id: String) -> String {
+        var line = JSONLine()
+        line.add("id", id)
+        guard let control = scene.control(id), let state = scene.state(of: id) else { return line.line }
+        switch control.kind {
+        case .button: line.add("kind", "button")
+        case .toggle: line.add("kind", "toggle")
+        case .slider: line.add("kind", "slider")
+        case .segmented: line.add("kind", "segmented")
+        }
+        line.add("enabled", control.isEnabled)
+        line.add("selected", control.isSelected)
+        line.add("highlighted", state.contains(.highlighted))
+        line.add("tracking", scene.isTracking(id))
+        if control.hasValue { line.add("value", control.value) }
+        return line.line
+    }
+
+    /// A `state` event's members from a control's JSON (`{"id":…,"kind":…,…}`): the same members, `id` named
+    /// `control`, without `kind` and `tracking`.
+    private static func stateMembers(_ controlJSON: String) -> String {
+        // controlJSON is built by controlJSON(_:) and always starts with {"id":; rebuild rather than parse.
+        var body = controlJSON.dropFirst().dropLast()
+        if body.hasPrefix("\"id\":") { body = body.dropFirst("\"id\":".count) }
+        return "\"kind\":\"state\",\"control\":" + body
+    }
+
+    /// `stats`' result.
+    func statsJSON() -> String {
+        var line = JSONLine()
+        line.add("generation", generation)
+        line.add("uptime_us", Int(clamping: monotonicMicroseconds().saturatingSubtract(startedAt)))
+        line.add("frames", statistics.frames)
+        line.add("control_events", statistics.controlEvents)
+        line.add("gesture_events", statistics.gestureEvents)
+        line.add("actions", statistics.actions)
+        line.add("unhandled_actions", statistics.unhandledActions)
+        line.add("contacts_over_limit", statistics.contactsOverLimit)
+        line.add("diagnostics", statistics.diagnostics)
+        line.add("reloads", statistics.reloads)
+        line.add("reload_failures", statistics.reloadFailures)
+        line.add("libinput_lost_event_warnings", input?.lostEventWarnings ?? 0)
+        line.add("processing", json: Self.histogramJSON(processing))
+        line.add("handling", json: Self.histogramJSON(handling))
+        var targets = JSONLine()
+        for (name, counts) in sockets.statistics.sorted(by: { $0.key < $1.key }) {
+            var entry = JSONLine()
+            entry.add("kind", "socket")
+            entry.add("sent", counts.sent)
+            entry.add("dropped", counts.dropped)
+            entry.add("failed", counts.failed)
+            entry.add("connected", counts.connected)
+            entry.add("queued", counts.queued)
+            targets.add(name, json: entry.line)
+        }
+        for (name, counts) in commands.statistics.sorted(by: { $0.key < $1.key }) {
+            var entry = JSONLine()
+            entry.add("kind", "exec")
+            entry.add("started", counts.started)
+            entry.add("succeeded", counts.succeeded)
+            entry.add("failed", counts.failed)
+            entry.add("timed_out", counts.timedOut)
+            entry.add("terminated", counts.terminated)
+            entry.add("spawn_errors", counts.spawnErrors)
+            entry.add("dropped", counts.dropped)
+            targets.add(name, json: entry.line)
+        }
+        line.add("targets", json: targets.line)
+        var server = JSONLine()
+        for counter in control?.counters ?? [] { server.add(counter.name, counter.value) }
+        line.add("control_socket", json: server.line)
+        return line.line
+    }
+
+    private static func histogramJSON(_ histogram: LatencyHistogram) -> String {
+        var line = JSONLine()
+        line.add("samples", histogram.count)
+        for (key, fraction) in [("p50_us", 0.5), ("p99_us", 0.99)] {
+            if let value = histogram.percentile(fraction) {
+                line.add(key, Int(clamping: value))
+            } else {
+                line.add(key, nil as String?)
+            }
+        }
+        line.add("max_us", Int(clamping: histogram.maximum))
+        return line.line
+    }
+}
