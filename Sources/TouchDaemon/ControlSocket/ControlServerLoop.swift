@@ -387,6 +387,8 @@ final class ControlServerLoop {
             "client": "\(id)", "client.uid": "\(peer.uid)", "client.gid": "\(peer.gid)", "client.pid": "\(peer.pid)",
         ]
         guard clients.count < settings.maxClients else {
+            // Counted before the peer can see the end of the connection.
+            count { $0.refused.saturatingAdd(1) }
             sendOnce(
                 descriptor,
                 ControlProtocol.failure(
@@ -394,7 +396,6 @@ final class ControlServerLoop {
                     error: ControlError(
                         code: "too_many_clients", message: "\(settings.maxClients) connections are open already")))
             Glibc.close(descriptor)
-            count { $0.refused.saturatingAdd(1) }
             if case .pass(let suppressed) = overCapacityLog.check(now: now) {
                 if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
                 logger.info("control client refused: too many clients", metadata: metadata)
@@ -406,13 +407,13 @@ final class ControlServerLoop {
                 uid: peer.uid, gid: peer.gid, groups: peer.groups, serverUID: serverUID,
                 clientGroup: settings.clientGroup, adminGroup: settings.adminGroup)
         else {
+            count { $0.refused.saturatingAdd(1) }
             sendOnce(
                 descriptor,
                 ControlProtocol.failure(
                     id: nil,
                     error: ControlError(code: "unauthorized", message: "uid \(peer.uid) may not use this socket")))
             Glibc.close(descriptor)
-            count { $0.refused.saturatingAdd(1) }
             metadata["role"] = "none"
             logger.info("control client refused: unauthorized", metadata: metadata)
             return
