@@ -219,15 +219,19 @@ struct ControlProtocolTests {
     @Test func queueCoalescesMotionInPlaceKeepingItsSequenceNumber() {
         var outbox = ControlOutbox(maxLines: 10, maxBytes: 10_000)
         #expect(outbox.append(event("1"), coalescingKey: "drag") == .queued)
-        #expect(outbox.append(event("2")) == .queued)
-        #expect(outbox.append(event("3"), coalescingKey: "drag") == .coalesced)
-        #expect(outbox.append(event("4"), coalescingKey: "other") == .queued)
-        #expect(outbox.count == 3)
+        #expect(outbox.append(event("2"), coalescingKey: "other") == .queued)
+        #expect(outbox.append(event("3"), coalescingKey: "drag") == .coalesced, "other motion is no barrier")
+        // A discrete line is: motion after it never jumps ahead of it (a drag ahead of its touchDragExit).
+        #expect(outbox.append(event("4")) == .queued)
+        #expect(outbox.append(event("5"), coalescingKey: "drag") == .queued)
+        #expect(outbox.append(event("6"), coalescingKey: "drag") == .coalesced)
+        #expect(outbox.count == 4)
         #expect(
             drain(&outbox) == [
                 "{\"type\":\"event\",\"seq\":1,\"kind\":\"control\",\"n\":3}\n",
                 "{\"type\":\"event\",\"seq\":2,\"kind\":\"control\",\"n\":2}\n",
                 "{\"type\":\"event\",\"seq\":3,\"kind\":\"control\",\"n\":4}\n",
+                "{\"type\":\"event\",\"seq\":4,\"kind\":\"control\",\"n\":6}\n",
             ])
         #expect(outbox.bytes == 0)
 
@@ -238,7 +242,7 @@ struct ControlProtocolTests {
         #expect(outbox.append(event("7"), coalescingKey: "drag") == .coalesced)
         let rest = drain(&outbox)
         #expect(rest.count == 2)
-        #expect(rest.last == "{\"type\":\"event\",\"seq\":5,\"kind\":\"control\",\"n\":7}\n")
+        #expect(rest.last == "{\"type\":\"event\",\"seq\":6,\"kind\":\"control\",\"n\":7}\n")
     }
 
     @Test func queueIsBoundedInLinesAndBytes() {

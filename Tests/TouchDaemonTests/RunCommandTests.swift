@@ -87,10 +87,20 @@ struct RunCommandTests {
         let config: URL
         let notify: NotifySocket
 
+        /// The control socket: in the fixture's directory, so that daemons of different tests never meet.
+        var controlSocket: String { directory.appendingPathComponent("control.sock").path }
+
+        /// `configuration` gets a `[control_socket]` section with ``controlSocket`` unless it has one; `@CONTROL@`
+        /// in it stands for ``controlSocket``.
         init(configuration: String = RunCommandTests.valid) throws {
             directory = try TestSupport.makeTemporaryDirectory()
             config = directory.appendingPathComponent("touchd.toml")
-            try configuration.write(to: config, atomically: true, encoding: .utf8)
+            var text = configuration.replacingOccurrences(
+                of: "@CONTROL@", with: directory.appendingPathComponent("control.sock").path)
+            if !text.contains("[control_socket]") {
+                text += "\n[control_socket]\nsocket = \"\(directory.appendingPathComponent("control.sock").path)\"\n"
+            }
+            try text.write(to: config, atomically: true, encoding: .utf8)
             notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
         }
 

@@ -55,16 +55,90 @@ struct Run: ParsableCommand {
         }
         // Children's standard output and error go to touchd's standard error: the journal under systemd.
         let commands = CommandRunner(logger: logger, output: .standardError)
+        // Before READY=1 (fault-cases.md O1): the socket listens by the time systemd calls touchd ready.
+        let control: ControlServer?
+        let controlProblem: String?
+        switch Self.startControlSocket(configuration.control, logger: logger) {
+        case .failure(let error):
+            // A socket systemd passed but touchd cannot use is a deployment mistake (K11): say so and stop.
+            logger.critical("\(error)")
+            notifier.notify(["STATUS=control socket unusable: \(error)"])
+            throw ExitCode(ExitStatus.configuration)
+        case .success(let started):
+            control = started.server
+            controlProblem = started.problem
+        }
         let path = options.config
         let status = runOnDedicatedThread(name: "touchd-input") {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
-                notifier: notifier, sockets: sockets, commands: commands, control: nil
+                notifier: notifier, sockets: sockets, commands: commands, control: control,
+                controlProblem: controlProblem
             ).run(signals: signals)
         }
         // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.
         commands.stop(graceMicroseconds: Daemon.commandStopGrace)
+        control?.stop(flushTimeoutMicroseconds: 0)
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// The control socket's server, or why there is none (`problem`, for the log and the status), or a socket systemd
+    /// passed that cannot be used (the failure).
+    ///
+    /// A socket systemd passed wins over `[control_socket] socket`. Without one, touchd creates the socket itself; when
+    /// it cannot, it runs without a control socket: the touchscreen matters more.
+    static func startControlSocket(
+        _ settings: Configuration.ControlSocket, logger: Logger
+    ) -> Result<(server: ControlServer?, problem: String?), ControlListenerError> {
+        let listener: ControlListener.Socket
+        switch ControlListener.activated() {
+        case .failure(let error)?:
+            return .failure(ControlListenerError(message: "the socket systemd passed cannot be used: \(error)"))
+        case .success(let passed)?:
+            guard settings.enabled else {
+                passed.close()
+                logger.warning("systemd passed a control socket but [control_socket] enabled = false; closed it")
+                return .success((nil, nil))
+            }
+            if passed.path != settings.path {
+                logger.notice(
+                    "using the control socket systemd passed",
+                    metadata: ["socket": "\(passed.path)", "configured": "\(settings.path)"])
+            }
+            listener = passed
+        case nil:
+            guard settings.enabled else {
+                logger.info("no control socket: [control_socket] enabled = false")
+                return .success((nil, nil))
+            }
+            switch ControlListener.create(
+                path: settings.path, group: settings.group, warn: { logger.warning("control socket: \($0)") })
+            {
+            case .failure(let error):
+                logger.error(
+                    "cannot create the control socket; running without it",
+                    metadata: ["socket": "\(settings.path)", "reason": "\(error)"])
+                return .success((nil, "no control socket: \(error)"))
+            case .success(let created): listener = created
+            }
+        }
+        var serverSettings = ControlServer.Settings(
+            serverName: "touchd/\(Touchd.version)", clientGroup: ControlListener.groupID(named: settings.group),
+            adminGroup: ControlListener.groupID(named: settings.adminGroup))
+        serverSettings.maxClients = settings.maximumClients
+        do {
+            let server = try ControlServer(listener: listener, settings: serverSettings, generation: 1, logger: logger)
+            logger.info(
+                "control socket listening",
+                metadata: [
+                    "socket": "\(listener.path)", "activated": "\(listener.activated)",
+                    "max_clients": "\(settings.maximumClients)",
+                ])
+            return .success((server, nil))
+        } catch {
+            logger.error("cannot start the control socket; running without it", metadata: ["reason": "\(error)"])
+            return .success((nil, "no control socket: \(error)"))
+        }
     }
 
     static func makeLogger(level: Logger.Level) -> Logger {

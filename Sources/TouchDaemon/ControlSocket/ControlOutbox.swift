@@ -10,7 +10,9 @@
 /// Coalescing: a motion event whose `coalescingKey` matches a queued event that was not yet started is written
 /// **in that event's place**: the queued event keeps its position and its sequence number and takes the new body.
 /// The subscriber sees the latest value, at the time of the first one, and no gap in `seq`. An event that has begun
-/// to be written is never touched; the new one is queued behind it.
+/// to be written is never touched; the new one is queued behind it. Nor is one with a line without a coalescing key
+/// (a discrete event, a response) queued after it: replacing it would move the newer motion ahead of that line (a
+/// drag ahead of the touchDragExit that came before it).
 struct ControlOutbox {
     /// What `append` did.
     enum Outcome: Equatable {
@@ -41,6 +43,8 @@ struct ControlOutbox {
     private var firstOrdinal: UInt64 = 0
     /// The ordinal of the queued event with each coalescing key.
     private var keyed: [String: UInt64] = [:]
+    /// The ordinal of the last line queued without a coalescing key: keyed events before it are not replaced.
+    private var barrier: UInt64?
     /// Bytes of every queued line, the one being written included (whole).
     private(set) var bytes = 0
     /// Bytes of the first line already written.
@@ -70,7 +74,7 @@ struct ControlOutbox {
         _ line: ControlProtocol.SequencedLine, coalescingKey: String? = nil, force: Bool = false
     ) -> Outcome {
         if let coalescingKey, let ordinal = keyed[coalescingKey], ordinal >= firstOrdinal,
-            !(ordinal == firstOrdinal && written > 0)
+            !(ordinal == firstOrdinal && written > 0), barrier.map({ ordinal > $0 }) ?? true
         {
             let index = start + Int(ordinal - firstOrdinal)
             bytes += line.body.count - lines[index].body.count
@@ -127,6 +131,7 @@ struct ControlOutbox {
     }
 
     private mutating func push(_ line: Line) {
+        if line.coalescingKey == nil { barrier = firstOrdinal + UInt64(count) }
         bytes += line.size
         lines.append(line)
     }

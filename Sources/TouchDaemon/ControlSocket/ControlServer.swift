@@ -276,3 +276,15 @@ final class ControlServerCore: Sendable {
         _ = write(noteDescriptor, &one, MemoryLayout<UInt64>.size)
     }
 }
+
+extension ControlServer: ControlChannel {
+    var counters: [(name: String, value: Int)] {
+        let statistics = self.statistics
+        return [
+            ("clients", statistics.clients), ("accepted", statistics.accepted), ("refused", statistics.refused),
+            ("overflowed", statistics.overflowed), ("bad_requests", statistics.badRequests),
+            ("rate_limited", statistics.rateLimited), ("accept_errors", statistics.acceptErrors),
+            ("received_descriptors", statistics.receivedDescriptors),
+        ]
+    }
+}

@@ -57,7 +57,7 @@ extension Daemon {
                 metadata: ["control.id": "\(name)", "client": "\(client)", "state": "\(after)"])
             controlOutbox.append(.response(client: client, id: id, result: after))
             if after != before {
-                broadcast(.state, control: name, members: Self.stateMembers(after))
+                broadcast(.state, control: name, members: stateMembers(name))
             }
         case .send(let name, let eventNames):
             guard scene.control(name) != nil else {
@@ -120,11 +120,13 @@ extension Daemon {
             .failure(client: request.client, id: request.id, error: ControlError(code: code, message: message)))
     }
 
-    /// Queues an event for the subscribers that want its kind.
+    /// Queues an event for the subscribers that want its kind. A control's state events are coalesced for a reader
+    /// that falls behind (fault-cases.md K8: a flood of `set` requests): the latest state is what counts.
     func broadcast(_ kind: ControlSubscriptions.Kind, control: String? = nil, members: String) {
         let recipients = subscriptions.recipients(of: kind, control: control)
         guard !recipients.isEmpty else { return }
-        controlOutbox.append(.event(ControlEvent(recipients: recipients, members: members, coalescingKey: nil)))
+        let key = kind == .state ? control.map { "state:\($0)" } : nil
+        controlOutbox.append(.event(ControlEvent(recipients: recipients, members: members, coalescingKey: key)))
     }
 
     /// Tells subscribers about a touchscreen that came, went or was left out.
@@ -193,13 +195,18 @@ extension Daemon {
         return line.line
     }
 
-    /// A `state` event's members from a control's JSON (`{"id":…,"kind":…,…}`): the same members, `id` named
-    /// `control`, without `kind` and `tracking`.
-    private static func stateMembers(_ controlJSON: String) -> String {
-        // controlJSON is built by controlJSON(_:) and always starts with {"id":; rebuild rather than parse.
-        var body = controlJSON.dropFirst().dropLast()
-        if body.hasPrefix("\"id\":") { body = body.dropFirst("\"id\":".count) }
-        return "\"kind\":\"state\",\"control\":" + body
+    /// A `state` event's members: the control's id, enabled, selected, highlighted, and value when it has one.
+    private func stateMembers(_ id: String) -> String {
+        var line = JSONLine()
+        line.add("kind", ControlSubscriptions.Kind.state.rawValue)
+        line.add("control", id)
+        if let control = scene.control(id), let state = scene.state(of: id) {
+            line.add("enabled", control.isEnabled)
+            line.add("selected", control.isSelected)
+            line.add("highlighted", state.contains(.highlighted))
+            if control.hasValue { line.add("value", control.value) }
+        }
+        return line.members
     }
 
     /// `stats`' result.
@@ -243,6 +250,7 @@ extension Daemon {
             targets.add(name, json: entry.line)
         }
         line.add("targets", json: targets.line)
+        line.add("subscribers", subscriptions.subscriptions.count)
         var server = JSONLine()
         for counter in control?.counters ?? [] { server.add(counter.name, counter.value) }
         line.add("control_socket", json: server.line)

@@ -52,6 +52,8 @@ final class Daemon {
     private var touchscreensChanged = false
     /// The control socket's server; nil when `[control_socket] enabled = false` or it could not be set up.
     let control: (any ControlChannel)?
+    /// Why there is no control socket, for the systemd status; nil when there is one or it is turned off.
+    private let controlProblem: String?
     /// Responses and events for the control socket, handed over with the batch's deliveries.
     var controlOutbox: [ControlMessage] = []
     var subscriptions = ControlSubscriptions()
@@ -60,7 +62,8 @@ final class Daemon {
 
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
-        sockets: SocketTargetSender, commands: CommandRunner, control: (any ControlChannel)?
+        sockets: SocketTargetSender, commands: CommandRunner, control: (any ControlChannel)?,
+        controlProblem: String? = nil
     ) {
         self.configurationPath = configurationPath
         self.configuration = configuration
@@ -71,6 +74,7 @@ final class Daemon {
         self.sockets = sockets
         self.commands = commands
         self.control = control
+        self.controlProblem = controlProblem
     }
 
     /// Runs until SIGTERM or SIGINT; returns the exit status.
@@ -437,11 +441,13 @@ final class Daemon {
 
     private var statusText: String {
         let screens = router.touchscreens
+        let text: String
         switch screens.count {
-        case 0: return "waiting for a touchscreen"
-        case 1: return "1 touchscreen: \(screens[0].name)"
-        default: return "\(screens.count) touchscreens: \(screens.map(\.name).joined(separator: ", "))"
+        case 0: text = "waiting for a touchscreen"
+        case 1: text = "1 touchscreen: \(screens[0].name)"
+        default: text = "\(screens.count) touchscreens: \(screens.map(\.name).joined(separator: ", "))"
         }
+        return controlProblem.map { "\(text); \($0)" } ?? text
     }
 
     private func updateStatusIfChanged() {

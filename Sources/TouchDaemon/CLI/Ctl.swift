@@ -1,0 +1,327 @@
+import ArgumentParser
+import Glibc
+
+/// `touchd ctl`: a client of the control socket (docs/control-socket.md) for every verb.
+struct Ctl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ctl",
+        abstract: "Talk to a running touchd over its control socket.",
+        discussion: """
+            Human-readable output by default; --json prints the server's lines as received, for scripts. Exit \
+            status: 0 done, 1 touchd refused the request (its error code and message on stderr), 69 cannot \
+            connect or the connection was lost, 76 touchd's answer was not understood.
+            """,
+        subcommands: [
+            CtlState.self, CtlStats.self, CtlEnable.self, CtlDisable.self, CtlSet.self, CtlSend.self, CtlScreen.self,
+            CtlSubscribe.self,
+        ]
+    )
+}
+
+/// The options every `ctl` subcommand takes.
+struct CtlOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The control socket.", valueName: "path"))
+    var socket: String = "/run/touchd/control.sock"
+
+    @Flag(help: "Print the server's JSON lines as received.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Seconds to wait for touchd's answer.", valueName: "seconds"))
+    var timeout: Double = 5
+
+    func validate() throws {
+        guard timeout.isFinite, timeout > 0, timeout <= 3_600 else {
+            throw ValidationError("--timeout must be a number of seconds above 0 and at most 3600")
+        }
+    }
+
+    /// Connects and says hello; failures end the program with their exit status.
+    func connect() throws -> ControlClient {
+        do {
+            // validate() bounds the timeout, so the conversion cannot trap.
+            let client = try ControlClient(path: socket, timeout: UInt64((timeout * 1_000_000).rounded()))
+            _ = try client.hello()
+            return client
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    /// Sends one request and prints its result: the raw line with --json, else `human(result)`.
+    func run(_ type: String, members: String = "", human: (JSONValue) -> [String]) throws {
+        let client = try connect()
+        do {
+            let response = try client.request(type, members: members)
+            if json {
+                print(response.text)
+            } else {
+                for line in human(response.value["result"] ?? .null) { print(line) }
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    /// Prints the failure and returns the exit code to throw.
+    func fail(_ failure: ControlClient.Failure) -> ExitCode {
+        printError("touchd ctl: \(failure)")
+        return ExitCode(failure.exitStatus)
+    }
+}
+
+struct CtlState: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "state", abstract: "Show the controls, screens and touchscreens.")
+
+    @OptionGroup var options: CtlOptions
+
+    func run() throws {
+        try options.run("state") { CtlFormat.state($0) }
+    }
+}
+
+struct CtlStats: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "Show the counters: events, actions, latency, drops, failures.")
+
+    @OptionGroup var options: CtlOptions
+
+    func run() throws {
+        try options.run("stats") { CtlFormat.flatten($0) }
+    }
+}
+
+struct CtlEnable: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a control.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The control's id.") var control: String
+
+    func run() throws {
+        try options.run("set", members: CtlFormat.members(control: control, enabled: true)) {
+            [CtlFormat.control($0)]
+        }
+    }
+}
+
+struct CtlDisable: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "disable", abstract: "Disable a control (a touch it is tracking is cancelled).")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The control's id.") var control: String
+
+    func run() throws {
+        try options.run("set", members: CtlFormat.members(control: control, enabled: false)) {
+            [CtlFormat.control($0)]
+        }
+    }
+}
+
+struct CtlSet: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set", abstract: "Set a control's enabled, selected or value.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The control's id.") var control: String
+    @Option(help: ArgumentHelp("true or false.", valueName: "bool")) var enabled: Bool?
+    @Option(help: ArgumentHelp("true or false.", valueName: "bool")) var selected: Bool?
+    @Option(help: ArgumentHelp("A slider's value or a segmented control's index.", valueName: "number"))
+    var value: Double?
+
+    func validate() throws {
+        guard enabled != nil || selected != nil || value != nil else {
+            throw ValidationError("give at least one of --enabled, --selected, --value")
+        }
+        if let value, !value.isFinite { throw ValidationError("--value must be a finite number") }
+    }
+
+    func run() throws {
+        let members = CtlFormat.members(control: control, enabled: enabled, selected: selected, value: value)
+        try options.run("set", members: members) { [CtlFormat.control($0)] }
+    }
+}
+
+struct CtlSend: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Fire a control's actions for events, as UIKit's sendActions(for:) (custom events included).")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The control's id.") var control: String
+    @Argument(help: "Event names, e.g. touchUpInside or an [application_events] name.") var events: [String]
+
+    func validate() throws {
+        guard !events.isEmpty else { throw ValidationError("give at least one event name") }
+    }
+
+    func run() throws {
+        var members = JSONLine()
+        members.add("control", control)
+        members.add("events", strings: events)
+        try options.run("send", members: members.members) { result in
+            let count = result["actions"]?.int64Value ?? 0
+            return ["\(count) action\(count == 1 ? "" : "s") fired"]
+        }
+    }
+}
+
+struct CtlScreen: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "screen", abstract: "Show the active screen, or switch to another one.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The screen to switch to.") var screen: String?
+
+    func run() throws {
+        var members = JSONLine()
+        if let screen { members.add("screen", screen) }
+        try options.run("screen", members: members.members) { result in
+            ["active screen: \(result["active_screen"]?.stringValue ?? "none")"]
+        }
+    }
+}
+
+struct CtlSubscribe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "subscribe", abstract: "Print events as they happen, after a snapshot of the state.")
+
+    @OptionGroup var options: CtlOptions
+    @Option(name: .customLong("kind"), help: "control, gesture, state, screen, device or config (repeatable).")
+    var kinds: [String] = []
+    @Option(name: .customLong("control"), help: "A control id (repeatable).") var controls: [String] = []
+    @Option(name: .customLong("event"), help: "An event name (repeatable).") var events: [String] = []
+    @Option(name: .customLong("gesture"), help: "A gesture id (repeatable).") var gestures: [String] = []
+    @Option(help: "Stop after this many events.") var count: Int?
+
+    func validate() throws {
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+    }
+
+    func run() throws {
+        var members = JSONLine()
+        if !kinds.isEmpty { members.add("kinds", strings: kinds) }
+        if !controls.isEmpty { members.add("controls", strings: controls) }
+        if !events.isEmpty { members.add("events", strings: events) }
+        if !gestures.isEmpty { members.add("gestures", strings: gestures) }
+        let client = try options.connect()
+        do {
+            let response = try client.request("subscribe", members: members.members)
+            if options.json {
+                print(response.text)
+            } else {
+                for line in CtlFormat.state(response.value["result"] ?? .null) { print(line) }
+                print("-- events --")
+            }
+            fflush(nil)
+            // Events come when they come: no timeout from here on.
+            client.timeout = nil
+            var received = 0
+            while count.map({ received < $0 }) ?? true {
+                let line = try client.readLine()
+                guard line.value["type"]?.stringValue != "response" else { continue }
+                print(options.json ? line.text : CtlFormat.event(line.value))
+                fflush(nil)
+                switch line.value["type"]?.stringValue {
+                case "event": received += 1
+                case "overflow": throw ControlClient.Failure.lost("touchd dropped this subscriber: it read too slowly")
+                case "shutdown": throw ControlClient.Failure.lost("touchd is stopping")
+                default: break
+                }
+            }
+        } catch let failure as ControlClient.Failure {
+            throw options.fail(failure)
+        }
+    }
+}
+
+/// How `ctl` shows results to people.
+enum CtlFormat {
+    /// A `set` request's members.
+    static func members(control: String, enabled: Bool? = nil, selected: Bool? = nil, value: Double? = nil) -> String {
+        var members = JSONLine()
+        members.add("control", control)
+        if let enabled { members.add("enabled", enabled) }
+        if let selected { members.add("selected", selected) }
+        if let value { members.add("value", value) }
+        return members.members
+    }
+
+    /// `state`'s result (and a subscription's snapshot).
+    static func state(_ result: JSONValue) -> [String] {
+        var lines: [String] = []
+        let screens = result["screens"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        var header = "generation \(result["generation"]?.int64Value ?? 0)"
+        if let active = result["active_screen"]?.stringValue {
+            header += ", screen \(active) (of \(screens.joined(separator: ", ")))"
+        }
+        header += ", \(result["contacts"]?.int64Value ?? 0) contact(s) down"
+        lines.append(header)
+        let controls = result["controls"]?.arrayValue ?? []
+        lines.append("controls (\(controls.count)):")
+        for control in controls { lines.append("  " + Self.control(control)) }
+        let gestures = result["gestures"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        if !gestures.isEmpty { lines.append("gestures: \(gestures.joined(separator: ", "))") }
+        let devices = result["devices"]?.arrayValue ?? []
+        lines.append("touchscreens (\(devices.count)):")
+        for device in devices {
+            let sysname = device["sysname"]?.stringValue ?? "?"
+            let name = device["name"]?.stringValue ?? "?"
+            let ids = "\(device["vendor"]?.stringValue ?? "?"):\(device["product"]?.stringValue ?? "?")"
+            lines.append("  \(sysname)  \(name)  \(ids)  \(device["node"]?.stringValue ?? "")")
+        }
+        return lines
+    }
+
+    /// One control: `pay  button  enabled  not selected`, with its value when it has one.
+    static func control(_ control: JSONValue) -> String {
+        var words = [control["id"]?.stringValue ?? "?", control["kind"]?.stringValue ?? "?"]
+        words.append(control["enabled"]?.boolValue == false ? "disabled" : "enabled")
+        if control["selected"]?.boolValue == true { words.append("selected") }
+        if control["highlighted"]?.boolValue == true { words.append("highlighted") }
+        if control["tracking"]?.boolValue == true { words.append("tracking") }
+        if let value = control["value"]?.doubleValue { words.append("value \(number(value))") }
+        return words.joined(separator: "  ")
+    }
+
+    /// An event line: `#12 control pay touchUpInside contact=0`.
+    static func event(_ event: JSONValue) -> String {
+        let type = event["type"]?.stringValue ?? "?"
+        var words = ["#\(event["seq"]?.int64Value ?? 0)"]
+        if type != "event" { words.append(type) }
+        for (key, value) in event.objectValue ?? [] where !["type", "seq"].contains(key) {
+            switch key {
+            case "kind", "control", "gesture", "event", "change", "screen": words.append(scalar(value))
+            default: words.append("\(key)=\(scalar(value))")
+            }
+        }
+        return words.joined(separator: " ")
+    }
+
+    /// Nested objects as `a.b: value` lines, in the server's order.
+    static func flatten(_ value: JSONValue, prefix: String = "") -> [String] {
+        guard let members = value.objectValue else { return ["\(prefix): \(scalar(value))"] }
+        return members.flatMap { key, member in
+            let path = prefix.isEmpty ? key : "\(prefix).\(key)"
+            return member.objectValue == nil ? ["\(path): \(scalar(member))"] : flatten(member, prefix: path)
+        }
+    }
+
+    private static func scalar(_ value: JSONValue) -> String {
+        switch value {
+        case .null: return "-"
+        case .bool(let flag): return flag ? "true" : "false"
+        case .integer(let integer): return String(integer)
+        case .double(let double): return number(double)
+        case .string(let string): return string
+        case .array(let items): return items.map(scalar).joined(separator: ",")
+        case .object: return value.json
+        }
+    }
+
+    private static func number(_ value: Double) -> String {
+        var text = ""
+        JSONLine.appendNumber(value, to: &text)
+        return text
+    }
+}

@@ -1,0 +1,451 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import TouchDaemon
+
+/// Every control-socket verb against a running `touchd run` (no touchscreen needed: `send` fires the actions a touch
+/// would), through `ControlClient` and through the `touchd ctl` command line.
+@Suite("control socket against touchd run", .serialized)
+struct ControlSocketRunTests {
+    static let configuration = """
+        [output]
+        width = 1000
+        height = 1000
+
+        [targets.kiosk]
+        socket = "SOCKET"
+        socket_type = "datagram"
+        responds_to = ["pay", "volume", "refill"]
+
+        [application_events]
+        refill = 0
+
+        [[screen]]
+        id = "home"
+        groups = ["main"]
+
+        [[screen]]
+        id = "admin"
+        groups = ["service"]
+
+        [[group]]
+        id = "main"
+
+        [[group]]
+        id = "service"
+
+        [[control]]
+        id = "pay"
+        kind = "button"
+        parent = "main"
+        frame = { x = 100, y = 100, width = 200, height = 200 }
+        actions = [
+          { events = ["touchUpInside"], target = "kiosk", action = "pay" },
+          { events = ["refill"], target = "kiosk", action = "refill" },
+        ]
+
+        [[control]]
+        id = "volume"
+        kind = "slider"
+        parent = "main"
+        frame = { x = 100, y = 500, width = 600, height = 100 }
+        min = 0
+        max = 10
+        value = 5
+        actions = [{ events = ["valueChanged"], target = "kiosk", action = "volume" }]
+
+        [[gesture]]
+        id = "corner"
+        kind = "long_press"
+        frame = { x = 0, y = 0, width = 50, height = 50 }
+        actions = [{ events = ["recognized"], target = "kiosk", action = "pay" }]
+
+        """
+
+    /// A running daemon with a datagram socket target standing in for the kiosk application.
+    final class Running {
+        let fixture: RunCommandTests.Fixture
+        let daemon: RunCommandTests.Daemon
+        let target: Int32
+
+        init(configuration: String = ControlSocketRunTests.configuration) throws {
+            let directory = try TestSupport.makeTemporaryDirectory()
+            let targetPath = directory.appendingPathComponent("kiosk.sock").path
+            let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+            target = descriptor
+            let resolved = try #require(UnixSocket.address(Array(targetPath.utf8)))
+            var address = resolved.address
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, resolved.length) }
+            }
+            try #require(bound == 0, "cannot bind \(targetPath)")
+            fixture = try RunCommandTests.Fixture(
+                configuration: configuration.replacingOccurrences(of: "SOCKET", with: targetPath))
+            daemon = try fixture.start()
+            try #require(fixture.notify.next()?.first == "READY=1", "no READY=1; stderr:\n\(daemon.errorText)")
+        }
+
+        deinit {
+            if daemon.process.isRunning { daemon.signal(SIGKILL) }
+            close(target)
+        }
+
+        func connect() throws -> ControlClient {
+            let client = try ControlClient(path: fixture.controlSocket, timeout: 10_000_000)
+            _ = try client.hello()
+            return client
+        }
+
+        /// The next message the socket target received, waiting at most 10 s.
+        func nextMessage() -> JSONValue? {
+            var descriptor = pollfd(fd: target, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 10_000) == 1 else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let count = recv(target, &buffer, buffer.count, 0)
+            guard count > 0 else { return nil }
+            return try? JSONValue.parse(buffer.prefix(count))
+        }
+
+        /// Runs `touchd ctl ARGUMENTS --socket …` and returns its exit status and standard output.
+        func ctl(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+            try ControlSocketRunTests.ctl(arguments + ["--socket", fixture.controlSocket])
+        }
+    }
+
+    static func ctl(_ arguments: [String], prefix: [String] = []) throws -> (
+        status: Int32, output: String, error: String
+    ) {
+        let process = Process()
+        let touchd = try CheckCommandTests.executable()
+        if prefix.isEmpty {
+            process.executableURL = touchd
+            process.arguments = ["ctl"] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: prefix[0])
+            process.arguments = Array(prefix.dropFirst()) + [touchd.path, "ctl"] + arguments
+        }
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self)
+        )
+    }
+
+    /// Reads lines until one satisfies `match` (at most 50), returning it.
+    static func next(_ client: ControlClient, where match: (JSONValue) -> Bool) throws -> JSONValue? {
+        for _ in 0..<50 {
+            let line = try client.readLine()
+            if match(line.value) { return line.value }
+        }
+        return nil
+    }
+
+    /// The error code of a refused request, or nil when it was accepted.
+    static func refusal(_ body: () throws(ControlClient.Failure) -> ControlClient.Line) -> String? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            if case .refused(let code, _) = error { return code }
+            return "failure: \(error)"
+        }
+    }
+
+    @Test("hello, state and stats")
+    func helloStateStats() throws {
+        let running = try Running()
+        let client = try ControlClient(path: running.fixture.controlSocket, timeout: 10_000_000)
+        let hello = try client.hello()
+        #expect(hello.value["v"]?.int64Value == 1)
+        #expect(hello.value["generation"]?.int64Value == 1)
+        #expect(hello.value["role"]?.stringValue == "controller", "root is a controller")
+        #expect(hello.value["server"]?.stringValue?.hasPrefix("touchd/") == true)
+
+        let state = try #require(try client.request("state").value["result"])
+        #expect(state["generation"]?.int64Value == 1)
+        #expect(state["active_screen"]?.stringValue == "home")
+        #expect(state["screens"]?.arrayValue?.compactMap(\.stringValue) == ["home", "admin"])
+        #expect(state["gestures"]?.arrayValue?.compactMap(\.stringValue) == ["corner"])
+        let controls = try #require(state["controls"]?.arrayValue)
+        #expect(controls.compactMap { $0["id"]?.stringValue } == ["pay", "volume"])
+        #expect(controls[0]["kind"]?.stringValue == "button")
+        #expect(controls[0]["enabled"]?.boolValue == true)
+        #expect(controls[0]["value"] == nil)
+        #expect(controls[1]["value"]?.doubleValue == 5)
+        #expect(state["devices"]?.arrayValue?.isEmpty == true, "the build machine has no touchscreen")
+
+        let stats = try #require(try client.request("stats").value["result"])
+        #expect(stats["generation"]?.int64Value == 1)
+        #expect(stats["frames"]?.int64Value == 0)
+        #expect(stats["processing"]?["samples"]?.int64Value == 0)
+        #expect(stats["targets"]?["kiosk"]?["kind"]?.stringValue == "socket")
+        #expect(stats["control_socket"]?["clients"]?.int64Value == 1)
+        #expect(stats["subscribers"]?.int64Value == 0)
+    }
+
+    @Test("set changes a control, and subscribers get a state event")
+    func setAndStateEvents() throws {
+        let running = try Running()
+        let watcher = try running.connect()
+        let snapshot = try watcher.request("subscribe", members: "\"kinds\":[\"state\"],\"controls\":[\"pay\"]")
+        let snapshotSeq = try #require(snapshot.value["seq"]?.int64Value)
+        #expect(snapshot.value["result"]?["controls"]?.arrayValue?.count == 2)
+
+        let client = try running.connect()
+        let disabled = try client.request("set", members: "\"control\":\"pay\",\"enabled\":false")
+        #expect(disabled.value["result"]?["enabled"]?.boolValue == false)
+        let event = try #require(try Self.next(watcher) { $0["type"]?.stringValue == "event" })
+        #expect(event["kind"]?.stringValue == "state")
+        #expect(event["control"]?.stringValue == "pay")
+        #expect(event["enabled"]?.boolValue == false)
+        #expect((event["seq"]?.int64Value ?? 0) > snapshotSeq, "events come after the snapshot")
+
+        // The slider's value is clamped; it is not in the watcher's filter (controls: pay).
+        let volume = try client.request("set", members: "\"control\":\"volume\",\"value\":99")
+        #expect(volume.value["result"]?["value"]?.doubleValue == 10)
+        _ = try client.request("set", members: "\"control\":\"pay\",\"selected\":true")
+        let selected = try #require(try Self.next(watcher) { $0["type"]?.stringValue == "event" })
+        #expect(selected["selected"]?.boolValue == true)
+        #expect(selected["seq"]?.int64Value == (event["seq"]?.int64Value ?? 0) + 1, "no gap, no volume event")
+
+        let state = try #require(try client.request("state").value["result"]?["controls"]?.arrayValue)
+        #expect(state[0]["enabled"]?.boolValue == false)
+        #expect(state[0]["selected"]?.boolValue == true)
+
+        // Refusals, each with its stable code; the connection stays usable.
+        for (members, code) in [
+            ("\"control\":\"pya\",\"enabled\":true", "unknown_control"),
+            ("\"control\":\"pay\"", "bad_request"),
+        ] {
+            #expect(
+                Self.refusal { () throws(ControlClient.Failure) in try client.request("set", members: members) } == code
+            )
+        }
+        #expect(try client.request("state").value["ok"]?.boolValue == true)
+    }
+
+    @Test("send fires the actions (application events too) and subscribers see them as control events")
+    func sendActions() throws {
+        let running = try Running()
+        let watcher = try running.connect()
+        _ = try watcher.request("subscribe", members: "\"controls\":[\"pay\"],\"events\":[\"touchUpInside\"]")
+        let other = try running.connect()
+        _ = try other.request("subscribe", members: "\"kinds\":[\"device\"]")
+
+        let client = try running.connect()
+        let sent = try client.request("send", members: "\"control\":\"pay\",\"events\":[\"touchUpInside\"]")
+        #expect(sent.value["result"]?["actions"]?.int64Value == 1)
+        let message = try #require(running.nextMessage())
+        #expect(message["action"]?.stringValue == "pay")
+        #expect(message["event"]?.stringValue == "touchUpInside")
+        let event = try #require(try Self.next(watcher) { $0["type"]?.stringValue == "event" })
+        #expect(event["kind"]?.stringValue == "control")
+        #expect(event["control"]?.stringValue == "pay")
+        #expect(event["event"]?.stringValue == "touchUpInside")
+        #expect(event["generation"]?.int64Value == 1)
+        #expect(event["x"] == nil && event["y"] == nil, "positions are never sent")
+
+        let refill = try client.request("send", members: "\"control\":\"pay\",\"events\":[\"refill\"]")
+        #expect(refill.value["result"]?["actions"]?.int64Value == 1)
+        #expect(running.nextMessage()?["action"]?.stringValue == "refill")
+
+        #expect(
+            Self.refusal { () throws(ControlClient.Failure) in
+                try client.request("send", members: "\"control\":\"pay\",\"events\":[\"tap\"]")
+            } == "unknown_event")
+
+        // The device-only subscriber got nothing: its next line is the answer to its own request.
+        let answer = try other.request("state")
+        #expect(answer.value["id"]?.int64Value != nil)
+    }
+
+    @Test("screen switches, reports, and refuses unknown screens")
+    func screens() throws {
+        let running = try Running()
+        let watcher = try running.connect()
+        _ = try watcher.request("subscribe", members: "\"kinds\":[\"screen\"]")
+        let client = try running.connect()
+        #expect(try client.request("screen").value["result"]?["active_screen"]?.stringValue == "home")
+        let switched = try client.request("screen", members: "\"screen\":\"admin\"")
+        #expect(switched.value["result"]?["active_screen"]?.stringValue == "admin")
+        let event = try #require(try Self.next(watcher) { $0["type"]?.stringValue == "event" })
+        #expect(event["kind"]?.stringValue == "screen")
+        #expect(event["screen"]?.stringValue == "admin")
+        #expect(
+            Self.refusal { () throws(ControlClient.Failure) in
+                try client.request("screen", members: "\"screen\":\"nowhere\"")
+            } == "unknown_screen")
+    }
+
+    @Test("a subscriber is a weak target: gone when its connection closes")
+    func weakTarget() throws {
+        let running = try Running()
+        let client = try running.connect()
+        do {
+            let subscriber = try running.connect()
+            _ = try subscriber.request("subscribe")
+            #expect(try client.request("stats").value["result"]?["subscribers"]?.int64Value == 1)
+        }
+        // The subscriber's connection closed when it went out of scope; its target and entries go with it.
+        var subscribers: Int64? = 1
+        for _ in 0..<100 where subscribers != 0 {
+            subscribers = try client.request("stats").value["result"]?["subscribers"]?.int64Value
+            if subscribers != 0 { usleep(50_000) }
+        }
+        #expect(subscribers == 0)
+        // Actions still go to the configured target, and nowhere else.
+        #expect(
+            try client.request("send", members: "\"control\":\"pay\",\"events\":[\"touchUpInside\"]").value["result"]?[
+                "actions"]?.int64Value == 1)
+        #expect(running.nextMessage()?["action"]?.stringValue == "pay")
+    }
+
+    @Test("a reload keeps subscriptions, tells subscribers, and a stop sends shutdown")
+    func reloadAndShutdown() throws {
+        let running = try Running()
+        let subscriber = try running.connect()
+        _ = try subscriber.request("subscribe", members: "\"kinds\":[\"config\",\"control\"]")
+
+        // A broken file: rejected, generation unchanged.
+        let good = try String(contentsOf: running.fixture.config, encoding: .utf8)
+        try "[output\n".write(to: running.fixture.config, atomically: true, encoding: .utf8)
+        running.daemon.signal(SIGHUP)
+        let rejected = try #require(try Self.next(subscriber) { $0["kind"]?.stringValue == "config" })
+        #expect(rejected["change"]?.stringValue == "rejected")
+        #expect(rejected["generation"]?.int64Value == 1)
+
+        try good.write(to: running.fixture.config, atomically: true, encoding: .utf8)
+        running.daemon.signal(SIGHUP)
+        let reloaded = try #require(try Self.next(subscriber) { $0["kind"]?.stringValue == "config" })
+        #expect(reloaded["change"]?.stringValue == "reloaded")
+        #expect(reloaded["generation"]?.int64Value == 2)
+        let hello = try ControlClient(path: running.fixture.controlSocket, timeout: 10_000_000).hello()
+        #expect(hello.value["generation"]?.int64Value == 2)
+
+        // The subscription followed the new scene.
+        let client = try running.connect()
+        _ = try client.request("send", members: "\"control\":\"pay\",\"events\":[\"touchUpInside\"]")
+        let event = try #require(try Self.next(subscriber) { $0["kind"]?.stringValue == "control" })
+        #expect(event["generation"]?.int64Value == 2)
+
+        running.daemon.signal(SIGTERM)
+        let last = try #require(try Self.next(subscriber) { $0["type"]?.stringValue != "event" })
+        #expect(last["type"]?.stringValue == "shutdown")
+        #expect(running.daemon.exitStatus() == 0)
+    }
+
+    @Test("touchd ctl drives every verb")
+    func ctlCommands() throws {
+        let running = try Running()
+        let state = try running.ctl(["state"])
+        #expect(state.status == 0, "\(state.error)")
+        #expect(state.output.contains("generation 1, screen home (of home, admin)"))
+        #expect(state.output.contains("pay  button  enabled"))
+        #expect(state.output.contains("volume  slider  enabled  value 5"))
+
+        let disable = try running.ctl(["disable", "pay"])
+        #expect(disable.status == 0)
+        #expect(disable.output == "pay  button  disabled\n")
+        #expect(try running.ctl(["enable", "pay"]).output == "pay  button  enabled\n")
+        #expect(try running.ctl(["set", "volume", "--value", "2.5"]).output == "volume  slider  enabled  value 2.5\n")
+
+        let send = try running.ctl(["send", "pay", "touchUpInside"])
+        #expect(send.output == "1 action fired\n")
+        #expect(running.nextMessage()?["action"]?.stringValue == "pay")
+
+        #expect(try running.ctl(["screen", "admin"]).output == "active screen: admin\n")
+        #expect(try running.ctl(["screen"]).output == "active screen: admin\n")
+
+        let stats = try running.ctl(["stats"])
+        #expect(stats.output.contains("targets.kiosk.sent: 1"))
+        #expect(stats.output.contains("processing.samples: 0"))
+
+        let json = try running.ctl(["state", "--json"])
+        let line = try JSONValue.parse(Array(json.output.utf8.dropLast()))
+        #expect(line["type"]?.stringValue == "response")
+        #expect(line["result"]?["generation"]?.int64Value == 1)
+
+        let refused = try running.ctl(["disable", "nope"])
+        #expect(refused.status == 1)
+        #expect(refused.error.contains("unknown_control"))
+
+        let missing = try Self.ctl([
+            "state", "--socket", running.fixture.directory.appendingPathComponent("absent").path,
+        ])
+        #expect(missing.status == 69)
+        #expect(missing.error.contains("cannot connect"))
+    }
+
+    @Test("touchd ctl subscribe prints the snapshot, then events, and stops after --count")
+    func ctlSubscribe() throws {
+        let running = try Running()
+        let process = Process()
+        process.executableURL = try CheckCommandTests.executable()
+        process.arguments = [
+            "ctl", "subscribe", "--json", "--kind", "control", "--count", "2", "--socket",
+            running.fixture.controlSocket,
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Wait until the subscription is in place, then fire two events.
+        let client = try running.connect()
+        var subscribers: Int64 = 0
+        for _ in 0..<200 where subscribers == 0 {
+            subscribers = try client.request("stats").value["result"]?["subscribers"]?.int64Value ?? 0
+            if subscribers == 0 { usleep(50_000) }
+        }
+        #expect(subscribers == 1)
+        _ = try client.request("send", members: "\"control\":\"pay\",\"events\":[\"touchDown\",\"touchUpInside\"]")
+        _ = try client.request("send", members: "\"control\":\"volume\",\"events\":[\"valueChanged\"]")
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = try text.split(separator: "\n").map { try JSONValue.parse(Array($0.utf8)) }
+        #expect(lines.count == 3, "\(text)")
+        #expect(lines.first?["type"]?.stringValue == "response")
+        #expect(lines.dropFirst().allSatisfy { $0["kind"]?.stringValue == "control" })
+        #expect(lines.dropFirst().compactMap { $0["seq"]?.int64Value } == [2, 3])
+    }
+
+    /// K4: who may connect is decided by the socket file's mode and group, then by the peer's credentials. Runs
+    /// `touchd ctl` as other users with setpriv(1) (util-linux).
+    @Test("an observer may read but not change; a stranger cannot connect; an admin-group member may change")
+    func roles() throws {
+        let running = try Running(
+            configuration: Self.configuration
+                + "\n[control_socket]\nsocket = \"@CONTROL@\"\ngroup = \"nogroup\"\nadmin_group = \"users\"\n")
+        // The fixture's directory must let other users reach the socket; the socket's own mode and group decide.
+        chmod(running.fixture.directory.path, 0o755)
+        var info = stat()
+        #expect(stat(running.fixture.controlSocket, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o660, "the socket is created 0660")
+        #expect(info.st_gid == 65534, "the socket's group is [control_socket] group (nogroup)")
+
+        let socket = ["--socket", running.fixture.controlSocket]
+        let observer = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let read = try Self.ctl(["state"] + socket, prefix: observer)
+        #expect(read.status == 0, "an observer reads the state: \(read.error)")
+        let change = try Self.ctl(["disable", "pay"] + socket, prefix: observer)
+        #expect(change.status == 1)
+        #expect(change.error.contains("unauthorized"))
+
+        let admin = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--groups=100"]
+        let allowed = try Self.ctl(["disable", "pay"] + socket, prefix: admin)
+        #expect(allowed.status == 0, "a member of admin_group (users) may change: \(allowed.error)")
+
+        let stranger = ["/usr/bin/setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"]
+        let refused = try Self.ctl(["state"] + socket, prefix: stranger)
+        #expect(refused.status == 69)
+        #expect(refused.error.contains("Permission denied"))
+    }
+}
