@@ -1,4 +1,5 @@
-/// The command line: `touchd-e2e --touchd PATH [--verbose] [--taps N]`, or `touchd-e2e --self-test [--touchd PATH]`.
+/// The command line: `touchd-e2e --touchd PATH [--verbose] [--taps N]`, `touchd-e2e --self-test [--touchd PATH]`, or
+/// `touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket]`.
 struct Options: Equatable {
     var touchd: String?
     var verbose = false
@@ -7,12 +8,19 @@ struct Options: Equatable {
     var logLevel = "info"
     var selfTest = false
     var withoutTouchscreen = false
+    /// The checks of touchd.service under systemd (SystemdUnitRun).
+    var systemdUnit = false
+    /// Where the units to install are (the repository's systemd/ directory).
+    var units = "systemd"
+    /// Whether the control socket must answer a hello (on once the control socket has landed).
+    var expectControlSocket = false
     var help = false
 
     static let usage = """
         usage: touchd-e2e --touchd PATH [--verbose] [--taps N] [--log-level LEVEL]
                touchd-e2e --self-test [--touchd PATH] [--verbose]
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
+               touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
 
         Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
         root: it runs inside the test VM (scripts/vm/run).
@@ -28,6 +36,14 @@ struct Options: Equatable {
           --without-touchscreen
                          only the checks that need no uinput device: readiness, the waiting status, both
                          reloads (notifications only) and the stop; runs anywhere, also without /dev/uinput
+          --systemd-unit installs touchd (PATH copied to /usr/bin/touchd) and the units of DIR (default: systemd)
+                         and checks touchd.service under systemd, with its full sandbox: readiness, a
+                         configuration that never becomes active, reloads, the watchdog, hot-plug, socket and
+                         exec targets, the journal's fields. Needs systemd as PID 1: scripts/vm/run --systemd
+          --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
+          --expect-control-socket
+                         with --systemd-unit: also require that touchd answers a hello on the socket-activated
+                         /run/touchd/control.sock (off until touchd has a control socket)
 
         Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error, 77 when /dev/uinput cannot
         be opened for writing (the test is skipped).
@@ -62,12 +78,19 @@ struct Options: Equatable {
             case "--verbose": options.verbose = true
             case "--self-test": options.selfTest = true
             case "--without-touchscreen": options.withoutTouchscreen = true
+            case "--systemd-unit": options.systemdUnit = true
+            case "--units": options.units = try value(for: argument)
+            case "--expect-control-socket": options.expectControlSocket = true
             case "-h", "--help": options.help = true
             default: throw UsageError("unknown argument '\(argument)'")
             }
         }
-        if options.selfTest, options.withoutTouchscreen {
-            throw UsageError("--self-test and --without-touchscreen are separate runs; give one of them")
+        if [options.selfTest, options.withoutTouchscreen, options.systemdUnit].filter({ $0 }).count > 1 {
+            throw UsageError(
+                "--self-test, --without-touchscreen and --systemd-unit are separate runs; give one of them")
+        }
+        if options.expectControlSocket, !options.systemdUnit {
+            throw UsageError("--expect-control-socket goes with --systemd-unit")
         }
         if !options.selfTest, !options.help, options.touchd == nil {
             throw UsageError("--touchd PATH is required (the touchd executable to test)")

@@ -14,7 +14,7 @@ if options.help {
     exit(0)
 }
 Watchdog.installSignalHandlers()
-Watchdog.start(limit: Limits.global)
+Watchdog.start(limit: options.systemdUnit ? Limits.systemdUnitRun : Limits.global)
 
 if options.selfTest {
     let status = SelfTest(options: options).run()
@@ -29,6 +29,11 @@ guard let touchd = options.touchd, access(touchd, X_OK) == 0 else {
 if !options.withoutTouchscreen, let reason = VirtualTouchscreen.unavailableReason() {
     Console.line("touchd-e2e: SKIP: \(reason)")
     exit(77)
+}
+if options.systemdUnit {
+    let status = SystemdUnitRun(options: options, touchd: touchd).run()
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
 }
 let scenario: Scenario
 do {

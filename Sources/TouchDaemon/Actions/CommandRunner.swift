@@ -532,6 +532,7 @@ final class CommandRunnerCore: Sendable {
         case .notStarted(let description, let code):
             if let code { metadata["errno"] = "\(code)" }
             metadata["error"] = "\(description)"
+            metadata[MessageID.metadataKey] = "\(MessageID.actionFailed)"
             logger.log(level: logLevel, "command could not be started", metadata: metadata)
         case .ended(let termination):
             switch termination {
@@ -544,6 +545,11 @@ final class CommandRunnerCore: Sendable {
             case .restart: message = "command stopped for a restart"
             case .stop: message = "command stopped because touchd is stopping"
             case nil: message = termination == .exited(0) ? "command finished" : "command failed"
+            }
+            switch record.stopping {
+            case .timeout: metadata[MessageID.metadataKey] = "\(MessageID.actionTimedOut)"
+            case nil where termination != .exited(0): metadata[MessageID.metadataKey] = "\(MessageID.actionFailed)"
+            case nil, .restart, .stop: break
             }
             logger.log(level: logLevel, "\(message)", metadata: metadata)
         }

@@ -365,6 +365,7 @@ final class SocketSenderLoop {
         var metadata = connection.metadata
         metadata["errno"] = "\(EMSGSIZE)"
         metadata["bytes"] = "\(size)"
+        metadata[MessageID.metadataKey] = "\(MessageID.actionFailed)"
         logger.warning(
             "socket target message too big for a datagram: \(UnixSocket.describe(EMSGSIZE)); dropped",
             metadata: metadata)
@@ -386,6 +387,7 @@ final class SocketSenderLoop {
             metadata["errno"] = "\(error)"
         }
         if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+        metadata[MessageID.metadataKey] = "\(MessageID.actionFailed)"
         logger.warning("\(message)", metadata: metadata)
     }
 
@@ -397,6 +399,7 @@ final class SocketSenderLoop {
         metadata["dropped"] = "\(connection.unreportedOverflow)"
         if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
         connection.unreportedOverflow = 0
+        metadata[MessageID.metadataKey] = "\(MessageID.actionSuppressed)"
         logger.warning(
             "socket target is not keeping up: its queue is full, dropping the oldest messages", metadata: metadata)
     }
@@ -445,6 +448,7 @@ final class SocketSenderLoop {
             if dropped > 0 {
                 var metadata = connection.metadata
                 metadata["dropped"] = "\(dropped)"
+                metadata[MessageID.metadataKey] = "\(MessageID.actionSuppressed)"
                 logger.warning("socket target: messages not sent before stop were dropped", metadata: metadata)
             }
         }

@@ -204,7 +204,9 @@ private final class LogRelay: Sendable {
         case LIBINPUT_LOG_PRIORITY_INFO: level = .info
         default: level = .debug
         }
-        logger.log(level: level, "libinput: \(text)")
+        // SYN_DROPPED gets its class's id, so monitoring can count lost input whatever libinput's wording.
+        let metadata: Logger.Metadata? = text.contains("SYN_DROPPED") ? MessageID.synDropped.metadata : nil
+        logger.log(level: level, "libinput: \(text)", metadata: metadata)
     }
 }
 

@@ -1,0 +1,213 @@
+import Foundation
+import Glibc
+import Logging
+import Testing
+
+@testable import TouchDaemon
+
+/// Native journal entries: field names, the wire format, MESSAGE_ID, and the fallback to `<N>` lines.
+struct JournalFieldTests {
+    @Test(
+        "metadata keys become TOUCHD_ fields",
+        arguments: [
+            ("device.name", "TOUCHD_DEVICE_NAME"),
+            ("control.id", "TOUCHD_CONTROL_ID"),
+            ("grace_ms", "TOUCHD_GRACE_MS"),
+            ("device-size.mm", "TOUCHD_DEVICE_SIZE_MM"),
+            ("errno", "TOUCHD_ERRNO"),
+            ("x y=ü", "TOUCHD_X_Y___"),
+            ("", "TOUCHD_"),
+        ])
+    func fieldNames(key: String, name: String) {
+        #expect(JournalLogHandler.fieldName(forMetadataKey: key) == name)
+    }
+
+    @Test func fieldNamesAreCutAtSixtyFourCharacters() {
+        let name = JournalLogHandler.fieldName(forMetadataKey: String(repeating: "k", count: 100))
+        #expect(name.count == 64)
+        #expect(name.hasPrefix("TOUCHD_KKK"))
+    }
+
+    @Test func plainValuesAreKeyEqualsValueLines() {
+        let bytes = JournalLogHandler.encode([("MESSAGE", "hello"), ("PRIORITY", "6")])
+        #expect(bytes == Array("MESSAGE=hello\nPRIORITY=6\n".utf8))
+    }
+
+    /// A value with a newline goes as `NAME\n`, its length in 64-bit little-endian, the bytes and `\n`.
+    @Test func valuesWithNewlinesUseTheBinaryForm() {
+        let bytes = JournalLogHandler.encode([("MESSAGE", "two\nlines"), ("PRIORITY", "3")])
+        var expected = Array("MESSAGE\n".utf8)
+        expected += [9, 0, 0, 0, 0, 0, 0, 0]
+        expected += Array("two\nlines\n".utf8)
+        expected += Array("PRIORITY=3\n".utf8)
+        #expect(bytes == expected)
+        #expect(Self.decode(bytes) == ["MESSAGE": ["two\nlines"], "PRIORITY": ["3"]])
+    }
+
+    @Test func anEntryCarriesPriorityIdentifierMessageIDAndMetadata() {
+        var metadata: Logger.Metadata = ["device.name": "ILITEK Multi-Touch", "generation": "2"]
+        metadata.merge(MessageID.deviceAdded.metadata) { $1 }
+        let fields = JournalLogHandler.journalFields(
+            level: .info, message: "touchscreen added", metadata: metadata,
+            code: .init(file: "TouchDaemon/Daemon.swift", line: 162, function: "run(signals:)"))
+        #expect(
+            fields.map(\.name) == [
+                "MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER", "MESSAGE_ID", "TOUCHD_DEVICE_NAME", "TOUCHD_GENERATION",
+                "CODE_FILE", "CODE_LINE", "CODE_FUNC",
+            ])
+        let values = Dictionary(fields.map { ($0.name, $0.value) }) { first, _ in first }
+        // The text is the line's, without the message id: the journal shows it as its own field.
+        #expect(values["MESSAGE"] == #"touchscreen added device.name="ILITEK Multi-Touch" generation=2"#)
+        #expect(values["PRIORITY"] == "6")
+        #expect(values["SYSLOG_IDENTIFIER"] == "touchd")
+        #expect(values["MESSAGE_ID"] == "9a16739d14bc45708216bd37b8d234a0")
+        #expect(values["TOUCHD_DEVICE_NAME"] == "ILITEK Multi-Touch")
+        #expect(values["CODE_LINE"] == "162")
+    }
+
+    /// A `message_id` that is not 32 lowercase hex digits is not a MESSAGE_ID; it is kept as an ordinary field.
+    @Test func aMalformedMessageIDStaysAnOrdinaryField() {
+        let fields = JournalLogHandler.journalFields(
+            level: .warning, message: "m", metadata: ["message_id": "not-an-id"], code: nil)
+        #expect(!fields.contains { $0.name == "MESSAGE_ID" })
+        #expect(fields.contains { $0.name == "TOUCHD_MESSAGE_ID" && $0.value == "not-an-id" })
+    }
+
+    @Test func messageIDsAreJournalIDs() {
+        #expect(MessageID.allCases.count == 14)
+        for id in MessageID.allCases {
+            #expect(JournalLogHandler.isMessageID(id.rawValue), "\(id)")
+        }
+        #expect(!JournalLogHandler.isMessageID("00A5B5B882484B83ABEC02E11CDD8738"))
+        #expect(!JournalLogHandler.isMessageID("00a5b5b8-8248-4b83-abec-02e11cdd8738"))
+    }
+
+    /// Lines on standard error leave the message id out of the text.
+    @Test func linesLeaveTheMessageIDOut() {
+        var metadata = MessageID.actionFailed.metadata
+        metadata["target"] = "click"
+        #expect(
+            JournalLogHandler.format(level: .warning, message: "command failed", metadata: metadata, style: .journal)
+                == "<4>command failed target=click")
+    }
+
+    /// Through a real datagram socket standing in for journald: one datagram per message, in the native format.
+    @Test func theHandlerSendsOneDatagramPerMessage() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journald = try DatagramListener(path: directory.appendingPathComponent("journal").path)
+        let socket = try #require(JournalSocket(path: journald.path))
+        let lines = LineSink.memory()
+        let logger = Logger(label: "test") { _ in
+            JournalLogHandler(logLevel: .info, style: .journal, sink: lines, journal: socket)
+        }
+        logger.debug("below the level")
+        logger.error(
+            "spawn failed\nsecond line", metadata: MessageID.actionFailed.metadata.merging(["pid": "42"]) { $1 })
+        let datagram = try #require(journald.next())
+        let fields = Self.decode(datagram)
+        #expect(fields["MESSAGE"] == ["spawn failed\nsecond line pid=42"])
+        #expect(fields["PRIORITY"] == ["3"])
+        #expect(fields["SYSLOG_IDENTIFIER"] == ["touchd"])
+        #expect(fields["MESSAGE_ID"] == [MessageID.actionFailed.rawValue])
+        #expect(fields["TOUCHD_PID"] == ["42"])
+        #expect(fields["CODE_FUNC"]?.first?.isEmpty == false)
+        #expect(lines.captured.isEmpty)
+        #expect(journald.next(milliseconds: 0) == nil, "the debug message must not be sent")
+    }
+
+    /// When the journal socket cannot take the entry (here: nobody listens), the message becomes a `<N>` line.
+    @Test func aFailedSendFallsBackToALine() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let socket = try #require(JournalSocket(path: directory.appendingPathComponent("absent").path))
+        let lines = LineSink.memory()
+        let logger = Logger(label: "test") { _ in
+            JournalLogHandler(logLevel: .info, style: .journal, sink: lines, journal: socket)
+        }
+        logger.warning(
+            "socket target unreachable", metadata: ["target": "kiosk", "message_id": "\(MessageID.actionFailed)"])
+        #expect(lines.captured == ["<4>socket target unreachable target=kiosk"])
+    }
+
+    /// A memory sink or the terminal style never goes to the journal, whatever the environment says.
+    @Test func onlyStandardErrorInJournalStyleGoesNative() {
+        #expect(JournalLogHandler(logLevel: .info, style: .journal, sink: .memory()).journal == nil)
+        #expect(JournalLogHandler(logLevel: .info, style: .terminal).journal == nil)
+    }
+
+    @Test func journalStreamMustNameStandardError() {
+        var status = stat()
+        #expect(fstat(2, &status) == 0)
+        #expect(JournalSocket.standardErrorIs(journalStream: "\(status.st_dev):\(status.st_ino)"))
+        #expect(!JournalSocket.standardErrorIs(journalStream: "\(status.st_dev):\(status.st_ino &+ 1)"))
+        #expect(!JournalSocket.standardErrorIs(journalStream: "garbage"))
+        #expect(!JournalSocket.standardErrorIs(journalStream: "1:2:3"))
+        #expect(!JournalSocket.standardErrorIs(journalStream: ""))
+    }
+
+    // MARK: - Helpers
+
+    /// Parses the native format back into fields (a field may repeat).
+    static func decode(_ bytes: [UInt8]) -> [String: [String]] {
+        var fields: [String: [String]] = [:]
+        var index = 0
+        while index < bytes.count {
+            guard let end = bytes[index...].firstIndex(where: { $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "\n") })
+            else { break }
+            let name = String(decoding: bytes[index..<end], as: UTF8.self)
+            if bytes[end] == UInt8(ascii: "=") {
+                let newline = bytes[(end + 1)...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+                fields[name, default: []].append(String(decoding: bytes[(end + 1)..<newline], as: UTF8.self))
+                index = newline + 1
+            } else {
+                guard end + 9 <= bytes.count else { break }
+                var length: UInt64 = 0
+                for (shift, byte) in bytes[(end + 1)..<(end + 9)].enumerated() {
+                    length |= UInt64(byte) << (8 * UInt64(shift))
+                }
+                let start = end + 9
+                guard let count = Int(exactly: length), start + count < bytes.count else { break }
+                fields[name, default: []].append(String(decoding: bytes[start..<(start + count)], as: UTF8.self))
+                index = start + count + 1
+            }
+        }
+        return fields
+    }
+
+    /// A bound datagram socket that plays journald.
+    final class DatagramListener {
+        let path: String
+        let fd: Int32
+
+        init(path: String) throws {
+            self.path = path
+            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            try #require(fd >= 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+                for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+            }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            try #require(bound == 0, "cannot bind \(path)")
+        }
+
+        deinit { close(fd) }
+
+        /// The next datagram, waiting at most `milliseconds` (the entry is sent before `next` is called, so this
+        /// only bounds a failure).
+        func next(milliseconds: Int32 = 20000) -> [UInt8]? {
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, milliseconds) == 1 else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { return nil }
+            return Array(buffer.prefix(count))
+        }
+    }
+}
