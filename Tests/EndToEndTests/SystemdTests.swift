@@ -22,7 +22,8 @@ struct SystemdTests {
         let process = Process()
         process.executableURL = run
         process.arguments = [
-            "--systemd", "--timeout", "600", "--", driver.path, "--systemd-unit", "--touchd", touchd.path, "--units",
+            "--systemd", "--timeout", "600", "--", driver.path, "--systemd-unit", "--expect-control-socket", "--touchd",
+            touchd.path, "--units",
             root.appendingPathComponent("systemd").path,
         ]
         process.currentDirectoryURL = root

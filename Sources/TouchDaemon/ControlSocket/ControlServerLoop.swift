@@ -201,6 +201,7 @@ final class ControlServerLoop {
         guard case .pass(let suppressed) = overflowLog.check(now: now) else { return }
         var metadata = connection.metadata
         if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+        metadata[MessageID.metadataKey] = "\(MessageID.clientOverflowed)"
         logger.warning("control client is not reading: its queue is full; dropping it", metadata: metadata)
     }
 
@@ -398,6 +399,7 @@ final class ControlServerLoop {
             Glibc.close(descriptor)
             if case .pass(let suppressed) = overCapacityLog.check(now: now) {
                 if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+                metadata[MessageID.metadataKey] = "\(MessageID.clientRejected)"
                 logger.info("control client refused: too many clients", metadata: metadata)
             }
             return
@@ -415,6 +417,7 @@ final class ControlServerLoop {
                     error: ControlError(code: "unauthorized", message: "uid \(peer.uid) may not use this socket")))
             Glibc.close(descriptor)
             metadata["role"] = "none"
+            metadata[MessageID.metadataKey] = "\(MessageID.clientRejected)"
             logger.info("control client refused: unauthorized", metadata: metadata)
             return
         }

@@ -96,13 +96,14 @@ final class Daemon {
             "touchd started",
             metadata: [
                 "version": "\(Touchd.version)", "config": "\(configurationPath)", "seat": "\(configuration.seat)",
-                "generation": "\(generation)",
+                "generation": "\(generation)", MessageID.metadataKey: "\(MessageID.started)",
             ])
         // Devices present at start arrive with the first dispatch; READY=1 does not wait for a touchscreen.
         handle(input.dispatch())
         if router.touchscreens.isEmpty { logWaiting() }
         lastStatus = statusText
         notifier.ready(status: lastStatus)
+        logger.info("ready", metadata: ["status": "\(lastStatus)", MessageID.metadataKey: "\(MessageID.ready)"])
         if let interval = notifier.watchdogInterval {
             nextWatchdog = monotonicMicroseconds()
             logger.info("systemd watchdog enabled", metadata: ["interval_us": "\(interval)"])
@@ -176,11 +177,14 @@ final class Daemon {
                     deliver(scene.handle(frame), device: device, fromInput: true)
                 case .accepted(let device):
                     touchscreensChanged = true
-                    logger.info("touchscreen added", metadata: Self.metadata(of: device))
+                    logger.info(
+                        "touchscreen added",
+                        metadata: Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 })
                     broadcastDevice("added", device)
                 case .ignored(let device, let reason):
                     var metadata = Self.metadata(of: device)
                     metadata["reason"] = "\(reason)"
+                    metadata[MessageID.metadataKey] = "\(MessageID.deviceIgnored)"
                     logger.info("input device ignored", metadata: metadata)
                     broadcastDevice("ignored", device, reason: "\(reason)")
                 case .removed(let device, let wasUsed):
@@ -189,7 +193,9 @@ final class Daemon {
                         continue
                     }
                     touchscreensChanged = true
-                    logger.info("touchscreen removed", metadata: Self.metadata(of: device))
+                    logger.info(
+                        "touchscreen removed",
+                        metadata: Self.metadata(of: device).merging(MessageID.deviceRemoved.metadata) { $1 })
                     broadcastDevice("removed", device)
                     if router.touchscreens.isEmpty { logWaiting() }
                 }
@@ -354,7 +360,10 @@ final class Daemon {
         }
         logger.info(
             "configuration reloaded",
-            metadata: ["generation": "\(generation)", "controls": "\(loaded.controls.count)"])
+            metadata: [
+                "generation": "\(generation)", "controls": "\(loaded.controls.count)",
+                MessageID.metadataKey: "\(MessageID.configLoaded)",
+            ])
         if loaded.control != previousControl {
             logger.warning(
                 "the [control_socket] settings changed; they apply at the next start",
@@ -370,7 +379,10 @@ final class Daemon {
         for line in lines { logger.error("\(line)") }
         logger.error(
             "reload failed; the previous configuration stays in use",
-            metadata: ["generation": "\(generation)", "problems": "\(lines.count)"])
+            metadata: [
+                "generation": "\(generation)", "problems": "\(lines.count)",
+                MessageID.metadataKey: "\(MessageID.configRejected)",
+            ])
         let first = lines.first ?? "unknown error"
         notifier.notify(["READY=1", "STATUS=reload failed: \(first)"])
         broadcastConfig("rejected", problems: lines.count)
@@ -394,7 +406,7 @@ final class Daemon {
 
     private func shutdown() -> Int32 {
         notifier.stopping()
-        logger.info("stopping")
+        logger.info("stopping", metadata: MessageID.shutdown.metadata)
         cancelActiveContacts()
         handOver()
         // Subscribers get a shutdown line first, so they know the connection's end is not a crash.
