@@ -7,7 +7,7 @@ import Testing
 ///
 /// The VM needs QEMU and friends from scripts/setup; without them this test fails rather than skips, so that a machine
 /// that cannot run it never looks green. The first run also downloads Debian's kernel into .build/vm (apt-get download).
-@Suite("end to end, in the test VM")
+@Suite("end to end, in the test VM", .serialized)
 struct EndToEndTests {
     /// The package's root directory (this file lives in Tests/EndToEndTests/).
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -5,9 +5,9 @@ import Testing
 /// `touchd-e2e --systemd-unit`, which installs systemd/touchd.service, touchd.socket and touchd.sysusers with the
 /// freshly built touchd as /usr/bin/touchd and checks readiness, reloads, the watchdog, hot-plug and both kinds of
 /// target under the full sandbox, and the journal's fields. Fails rather than skips without QEMU, like
-/// EndToEndTests.
-@Suite("systemd units, in the test VM")
-struct SystemdTests {
+/// EndToEndTests. Part of that suite, which is serialized: two emulated guests at once on a 2-core machine starve each
+/// other and every other test.
+extension EndToEndTests {
     @Test("touchd.service passes touchd-e2e --systemd-unit under systemd", .timeLimit(.minutes(15)))
     func unitPassesUnderSystemd() throws {
         guard EndToEndTests.onPath("qemu-system-x86_64") else {

@@ -639,7 +639,7 @@ private func environment(of pid: Int32) throws -> [String: String] {
 /// Polls `condition` every few milliseconds for up to 20 seconds.
 private func eventually(_ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
-    let deadline = clock.now + .seconds(20)
+    let deadline = clock.now + .seconds(90)
     while clock.now < deadline {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(5))
