@@ -69,7 +69,7 @@ final class SocketTargetSender: Sendable {
         let wake = try UnixSocket.wakePair().get()
         core = SocketSenderCore(capacity: queueCapacity, wakeReceiver: wake.receiver, wakeSender: wake.sender)
         self.clock = clock
-        thread = try Self.startThread(
+        thread = try Self.startSenderThread(
             SocketSenderLoop.Context(core: core, logger: logger, clock: clock, backoff: backoff))
     }
 
@@ -181,27 +181,18 @@ final class SocketTargetSender: Sendable {
 
     /// Starts the sender thread with every signal blocked, so signals go to the threads that handle them (and a
     /// `SIGPIPE` could never end the process from here, even without `MSG_NOSIGNAL`).
-    private static func startThread(_ context: SocketSenderLoop.Context) throws -> pthread_t {
+    private static func startSenderThread(_ context: SocketSenderLoop.Context) throws -> pthread_t {
         var all = sigset_t()
         var previous = sigset_t()
         sigfillset(&all)
         pthread_sigmask(SIG_SETMASK, &all, &previous)
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
 
-        let argument = Unmanaged.passRetained(context).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                let context = Unmanaged<SocketSenderLoop.Context>.fromOpaque(argument!).takeRetainedValue()
-                SocketSenderLoop(context).run()
-                return nil
-            }, argument)
-        guard result == 0 else {
-            Unmanaged<SocketSenderLoop.Context>.fromOpaque(argument).release()
-            throw SocketTargetSenderError(operation: "pthread_create", errno: result)
+        do {
+            return try startThread(named: "touchd-sender") { SocketSenderLoop(context).run() }
+        } catch {
+            throw SocketTargetSenderError(operation: "pthread_create", errno: error.errno)
         }
-        return thread
     }
 }
 

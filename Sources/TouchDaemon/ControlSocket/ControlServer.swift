@@ -120,10 +120,10 @@ final class ControlServer: Sendable {
         let context = ControlServerLoop.Context(
             core: core, listener: listener, settings: settings, logger: logger, clock: clock)
         do {
-            thread = try Self.startThread(context)
+            thread = try startThread(named: "touchd-control") { ControlServerLoop(context).run() }
         } catch {
             listener.close()
-            throw error
+            throw StartError(operation: "pthread_create", errno: error.errno)
         }
     }
 
@@ -205,25 +205,6 @@ final class ControlServer: Sendable {
         return nil
     }
 
-    /// Starts the thread with the caller's signal mask (touchd's main thread blocks the signals it handles before
-    /// starting any thread, so this one inherits that).
-    private static func startThread(_ context: ControlServerLoop.Context) throws -> pthread_t {
-        let argument = Unmanaged.passRetained(context).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                let context = Unmanaged<ControlServerLoop.Context>.fromOpaque(argument!).takeRetainedValue()
-                _ = touchd_set_thread_name("touchd-control")
-                ControlServerLoop(context).run()
-                return nil
-            }, argument)
-        guard result == 0 else {
-            Unmanaged<ControlServerLoop.Context>.fromOpaque(argument).release()
-            throw StartError(operation: "pthread_create", errno: result)
-        }
-        return thread
-    }
 }
 
 /// What the server's callers and its thread share: the mailboxes and counters behind one lock, and the descriptors
