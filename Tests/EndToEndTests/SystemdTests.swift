@@ -9,7 +9,7 @@ import Testing
 /// other and every other test.
 extension EndToEndTests {
     @Test("touchd.service passes touchd-e2e --systemd-unit under systemd", .timeLimit(.minutes(15)))
-    func unitPassesUnderSystemd() throws {
+    func unitPassesUnderSystemd() async throws {
         guard EndToEndTests.onPath("qemu-system-x86_64") else {
             Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
             return
@@ -30,12 +30,21 @@ extension EndToEndTests {
         process.standardInput = FileHandle.nullDevice
         FileHandle.standardOutput.write(
             Data("systemd units: \(run.path) \(process.arguments!.joined(separator: " "))\n".utf8))
-        try process.run()
-        process.waitUntilExit()
-
-        let status = process.terminationStatus
+        // Awaited rather than waitUntilExit(): a blocked thread of the cooperative pool, which has only as many
+        // threads as the machine has cores, would starve the other tests' tasks for the minute the VM runs.
+        let (reason, status) = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { ended in
+                continuation.resume(returning: (ended.terminationReason, ended.terminationStatus))
+            }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
         #expect(
-            process.terminationReason == .exit && status == 0,
+            reason == .exit && status == 0,
             """
             scripts/vm/run --systemd ended with status \(status): see its output above; the guest's console log is \
             \(EndToEndTests.consoleLog) (exit status 125 means the VM itself failed: boot failure, panic or timeout)
