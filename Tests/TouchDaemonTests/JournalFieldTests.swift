@@ -65,6 +65,13 @@ struct JournalFieldTests {
         #expect(values["CODE_LINE"] == "162")
     }
 
+    /// The id may come as any metadata value that prints as one.
+    @Test func aMessageIDMayBeAnyMetadataValue() {
+        let fields = JournalLogHandler.journalFields(
+            level: .info, message: "m", metadata: ["message_id": .stringConvertible(MessageID.shutdown)], code: nil)
+        #expect(fields.contains { $0.name == "MESSAGE_ID" && $0.value == "1cb89e33dfe14c62810b99c60230c317" })
+    }
+
     /// A `message_id` that is not 32 lowercase hex digits is not a MESSAGE_ID; it is kept as an ordinary field.
     @Test func aMalformedMessageIDStaysAnOrdinaryField() {
         let fields = JournalLogHandler.journalFields(

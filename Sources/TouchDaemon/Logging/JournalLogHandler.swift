@@ -118,8 +118,8 @@ struct JournalLogHandler: LogHandler {
             ("SYSLOG_IDENTIFIER", "touchd"),
         ]
         var rest = metadata
-        if case .string(let id)? = metadata[MessageID.metadataKey], isMessageID(id) {
-            fields.append(("MESSAGE_ID", id))
+        if let value = metadata[MessageID.metadataKey], isMessageID("\(value)") {
+            fields.append(("MESSAGE_ID", "\(value)"))
             rest[MessageID.metadataKey] = nil
         }
         for key in rest.keys.sorted() {
