@@ -226,25 +226,10 @@ final class SocketSenderLoop {
             polled.append(connection)
         }
 
-        var timeout: Int32 = -1
-        if immediately {
-            timeout = 0
-        } else if let wakeAt {
-            // Rounded up: waking a little early would find nothing due and poll again with a zero timeout.
-            timeout = wakeAt <= now ? 0 : Int32(clamping: (wakeAt - now).saturatingSum(999) / 1000)
-        }
-        let ready = poll(&pollSet, nfds_t(pollSet.count), timeout)
-        if ready < 0 {
-            let error = errno
-            guard error != EINTR else { return }
-            if case .pass(let suppressed) = pollFailureLog.check(now: now) {
-                var metadata: Logger.Metadata = ["errno": "\(error)"]
-                if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
-                logger.error("socket target sender: poll failed: \(UnixSocket.describe(error))", metadata: metadata)
-            }
-            usleep(100_000)  // never spin on an error that repeats
-            return
-        }
+        let timeout = immediately ? 0 : pollTimeout(until: wakeAt, now: now)
+        let ready = pollOnce(
+            &pollSet, timeout: timeout, now: now, failures: &pollFailureLog, logger: logger,
+            what: "socket target sender")
         guard ready > 0 else { return }
 
         let after = clock()

@@ -287,26 +287,10 @@ final class ControlServerLoop {
             polled.append(connection)
         }
 
-        var timeout: Int32 = -1
-        if writeAgain || readAgain {
-            timeout = 0
-        } else if let wakeAt = nextDeadline() {
-            // Rounded up: waking a little early would find nothing due and poll again with a zero timeout.
-            timeout = wakeAt <= now ? 0 : Int32(clamping: (wakeAt - now).saturatingSum(999) / 1000)
-        }
+        let timeout = writeAgain || readAgain ? 0 : pollTimeout(until: nextDeadline(), now: now)
         readAgain = false
-        let ready = poll(&pollSet, nfds_t(pollSet.count), timeout)
-        if ready < 0 {
-            let error = errno
-            guard error != EINTR else { return }
-            if case .pass(let suppressed) = pollFailureLog.check(now: now) {
-                var metadata: Logger.Metadata = ["errno": "\(error)"]
-                if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
-                logger.error("control socket: poll failed: \(UnixSocket.describe(error))", metadata: metadata)
-            }
-            usleep(100_000)  // never spin on an error that repeats
-            return
-        }
+        let ready = pollOnce(
+            &pollSet, timeout: timeout, now: now, failures: &pollFailureLog, logger: logger, what: "control socket")
         guard ready > 0 else { return }
 
         let after = clock()

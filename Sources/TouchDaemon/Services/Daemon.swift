@@ -150,11 +150,8 @@ final class Daemon {
 
     /// Milliseconds until the nearest deadline (rounded up so the deadline has passed on waking), or −1 for none.
     private func timeout() -> Int32 {
-        let deadlines = [sceneDeadline?.microseconds, nextWatchdog].compactMap { $0 }
-        guard let nearest = deadlines.min() else { return -1 }
-        let now = monotonicMicroseconds()
-        guard nearest > now else { return 0 }
-        return Int32(clamping: (nearest - now + 999) / 1000)
+        pollTimeout(
+            until: [sceneDeadline?.microseconds, nextWatchdog].compactMap { $0 }.min(), now: monotonicMicroseconds())
     }
 
     private func pingWatchdogIfDue() {
