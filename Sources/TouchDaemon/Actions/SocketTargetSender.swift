@@ -48,9 +48,7 @@ final class SocketTargetSender: Sendable {
 
     private let core: SocketSenderCore
     private let clock: @Sendable () -> UInt64
-    private let thread: pthread_t
-    /// Whether `stop` has joined the thread; held while joining, so a second caller waits for the first.
-    private let joined = Mutex(false)
+    private let thread: WorkerThread
 
     /// Starts the sender thread.
     ///
@@ -151,12 +149,7 @@ final class SocketTargetSender: Sendable {
             return true
         }
         if begun { UnixSocket.wake(core.wakeSender) }
-        joined.withLock { joined in
-            guard !joined else { return }
-            // The thread never takes `joined`, so holding it while joining cannot deadlock.
-            pthread_join(thread, nil)
-            joined = true
-        }
+        thread.join()
     }
 
     /// Per target name (including targets since removed): sent, dropped, failed, connected, queued.
@@ -181,7 +174,7 @@ final class SocketTargetSender: Sendable {
 
     /// Starts the sender thread with every signal blocked, so signals go to the threads that handle them (and a
     /// `SIGPIPE` could never end the process from here, even without `MSG_NOSIGNAL`).
-    private static func startSenderThread(_ context: SocketSenderLoop.Context) throws -> pthread_t {
+    private static func startSenderThread(_ context: SocketSenderLoop.Context) throws -> WorkerThread {
         var all = sigset_t()
         var previous = sigset_t()
         sigfillset(&all)

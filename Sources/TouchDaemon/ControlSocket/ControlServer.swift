@@ -81,9 +81,7 @@ final class ControlServer: Sendable {
 
     private let core: ControlServerCore
     private let clock: @Sendable () -> UInt64
-    private let thread: pthread_t
-    /// Whether `stop` has joined the thread; held while joining, so a second caller waits for the first.
-    private let joined = Mutex(false)
+    private let thread: WorkerThread
 
     /// Starts the server thread on `listener`, which the server owns from here on (closed, and unlinked when
     /// standalone, by `stop`).
@@ -175,12 +173,7 @@ final class ControlServer: Sendable {
             return true
         }
         if begun { UnixSocket.wake(core.wakeSender) }
-        joined.withLock { joined in
-            guard !joined else { return }
-            // The thread never takes `joined`, so holding it while joining cannot deadlock.
-            pthread_join(thread, nil)
-            joined = true
-        }
+        thread.join()
     }
 
     var statistics: ControlServerStatistics {
