@@ -67,19 +67,12 @@ struct ControlSocketRunTests {
     final class Running {
         let fixture: RunCommandTests.Fixture
         let daemon: RunCommandTests.Daemon
-        let target: Int32
+        let target: DatagramReceiver
 
         init(configuration: String = ControlSocketRunTests.configuration) throws {
             let directory = try TestSupport.makeTemporaryDirectory()
             let targetPath = directory.appendingPathComponent("kiosk.sock").path
-            let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-            target = descriptor
-            let resolved = try #require(UnixSocket.address(Array(targetPath.utf8)))
-            var address = resolved.address
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, resolved.length) }
-            }
-            try #require(bound == 0, "cannot bind \(targetPath)")
+            target = try DatagramReceiver(path: targetPath)
             fixture = try RunCommandTests.Fixture(
                 configuration: configuration.replacingOccurrences(of: "SOCKET", with: targetPath))
             daemon = try fixture.start()
@@ -88,7 +81,6 @@ struct ControlSocketRunTests {
 
         deinit {
             if daemon.process.isRunning { daemon.signal(SIGKILL) }
-            close(target)
         }
 
         func connect() throws -> ControlClient {
@@ -99,12 +91,7 @@ struct ControlSocketRunTests {
 
         /// The next message the socket target received, waiting at most 10 s.
         func nextMessage() -> JSONValue? {
-            var descriptor = pollfd(fd: target, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 10_000) == 1 else { return nil }
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            let count = recv(target, &buffer, buffer.count, 0)
-            guard count > 0 else { return nil }
-            return try? JSONValue.parse(buffer.prefix(count))
+            target.receive(milliseconds: 10_000).flatMap { try? JSONValue.parse($0) }
         }
 
         /// Runs `touchd ctl ARGUMENTS --socket …` and returns its exit status and standard output.

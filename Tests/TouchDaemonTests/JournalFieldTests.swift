@@ -102,7 +102,7 @@ struct JournalFieldTests {
     @Test func theHandlerSendsOneDatagramPerMessage() throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let journald = try DatagramListener(path: directory.appendingPathComponent("journal").path)
+        let journald = try DatagramReceiver(path: directory.appendingPathComponent("journal").path)
         let socket = try #require(JournalSocket(path: journald.path))
         let lines = LineSink.memory()
         let logger = Logger(label: "test") { _ in
@@ -111,7 +111,7 @@ struct JournalFieldTests {
         logger.debug("below the level")
         logger.error(
             "spawn failed\nsecond line", metadata: MessageID.actionFailed.metadata.merging(["pid": "42"]) { $1 })
-        let datagram = try #require(journald.next())
+        let datagram = try #require(journald.receive())
         let fields = Self.decode(datagram)
         #expect(fields["MESSAGE"] == ["spawn failed\nsecond line pid=42"])
         #expect(fields["PRIORITY"] == ["3"])
@@ -120,7 +120,7 @@ struct JournalFieldTests {
         #expect(fields["TOUCHD_PID"] == ["42"])
         #expect(fields["CODE_FUNC"]?.first?.isEmpty == false)
         #expect(lines.captured.isEmpty)
-        #expect(journald.next(milliseconds: 0) == nil, "the debug message must not be sent")
+        #expect(journald.receive(milliseconds: 0) == nil, "the debug message must not be sent")
     }
 
     /// When the journal socket cannot take the entry (here: nobody listens), the message becomes a `<N>` line.
@@ -180,41 +180,5 @@ struct JournalFieldTests {
             }
         }
         return fields
-    }
-
-    /// A bound datagram socket that plays journald.
-    final class DatagramListener {
-        let path: String
-        let fd: Int32
-
-        init(path: String) throws {
-            self.path = path
-            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            try #require(fd >= 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-                for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
-            }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            try #require(bound == 0, "cannot bind \(path)")
-        }
-
-        deinit { close(fd) }
-
-        /// The next datagram, waiting at most `milliseconds` (the entry is sent before `next` is called, so this
-        /// only bounds a failure).
-        func next(milliseconds: Int32 = 20000) -> [UInt8]? {
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, milliseconds) == 1 else { return nil }
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            let count = recv(fd, &buffer, buffer.count, 0)
-            guard count > 0 else { return nil }
-            return Array(buffer.prefix(count))
-        }
     }
 }

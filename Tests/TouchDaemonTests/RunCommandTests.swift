@@ -10,36 +10,18 @@ import Testing
 struct RunCommandTests {
     /// A bound datagram socket standing in for systemd's NOTIFY_SOCKET.
     final class NotifySocket {
-        let path: String
-        let fd: Int32
+        let receiver: DatagramReceiver
+        var path: String { receiver.path }
 
         init(path: String) throws {
-            self.path = path
-            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            try #require(fd >= 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-                for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
-            }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            try #require(bound == 0, "cannot bind \(path)")
+            receiver = try DatagramReceiver(path: path)
         }
-
-        deinit { close(fd) }
 
         /// The next notification's lines, waiting at most `seconds`.
         func next(within seconds: Int32 = 20) -> [String]? {
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, seconds * 1000) == 1 else { return nil }
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = recv(fd, &buffer, buffer.count, 0)
-            guard count > 0 else { return nil }
-            return String(decoding: buffer.prefix(count), as: UTF8.self).split(separator: "\n").map(String.init)
+            receiver.receive(milliseconds: seconds * 1000).map {
+                String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init)
+            }
         }
     }
 

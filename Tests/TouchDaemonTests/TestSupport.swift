@@ -80,3 +80,34 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// A bound Unix datagram socket that receives what touchd sends: sd_notify's NOTIFY_SOCKET, journald's socket, a
+/// datagram socket target.
+final class DatagramReceiver {
+    let path: String
+    let fd: Int32
+
+    init(path: String) throws {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        try #require(fd >= 0)
+        let resolved = try #require(UnixSocket.address(Array(path.utf8)), "\(path) is too long for a socket")
+        var address = resolved.address
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, resolved.length) }
+        }
+        try #require(bound == 0, "cannot bind \(path)")
+    }
+
+    deinit { close(fd) }
+
+    /// The next datagram, waiting at most `milliseconds` (waits bound failures only, never measure speed).
+    func receive(milliseconds: Int32 = 20_000) -> [UInt8]? {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, milliseconds) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        guard count > 0 else { return nil }
+        return Array(buffer.prefix(count))
+    }
+}
