@@ -283,11 +283,10 @@ final class SystemdUnitRun {
                 problems.append("the start entry has \(name)=\(started[name] ?? "nothing"), not \(value)")
             }
             if started["TOUCHD_VERSION"] == nil { problems.append("the start entry has no TOUCHD_VERSION") }
-            if let id = started["MESSAGE_ID"] {
-                if id != UnitConfig.startedID { problems.append("the start entry's MESSAGE_ID is \(id)") }
-                report.note("the start entry carries MESSAGE_ID=\(id)")
-            } else {
-                report.note("the start entry has no MESSAGE_ID yet (Daemon.swift's log call does not tag it)")
+            if started["MESSAGE_ID"] != UnitConfig.startedID {
+                problems.append(
+                    "the start entry's MESSAGE_ID is \(started["MESSAGE_ID"] ?? "missing"), not \(UnitConfig.startedID)"
+                )
             }
             if problems.isEmpty { report.note("journal start entry: \(started.summary)") }
         } else {

@@ -47,35 +47,48 @@ struct EndToEndTests {
         return (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) ?? link
     }
 
+    /// Runs scripts/vm/run with `arguments` from the package's root, its output streaming into the test log, and
+    /// records a failure unless it exits 0. Awaited rather than waitUntilExit(): a blocked thread of the cooperative
+    /// pool, which has only as many threads as the machine has cores, would starve the other tests' tasks for the
+    /// minute the VM runs.
+    static func runVM(_ label: String, arguments: [String]) async throws {
+        let run = packageRoot.appendingPathComponent("scripts/vm/run")
+        let process = Process()
+        process.executableURL = run
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        process.standardInput = FileHandle.nullDevice
+        // stdout and stderr are this process's own, so the driver's results (latency figures included) and the
+        // harness's messages stream into the test log as they come. Written unbuffered, so that it comes before the
+        // child's output in the log.
+        FileHandle.standardOutput.write(Data("\(label): \(run.path) \(arguments.joined(separator: " "))\n".utf8))
+        let (reason, status) = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { ended in
+                continuation.resume(returning: (ended.terminationReason, ended.terminationStatus))
+            }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        #expect(
+            reason == .exit && status == 0,
+            """
+            scripts/vm/run ended with status \(status): see its output above; the guest's console log is \
+            \(consoleLog) (exit status 125 means the VM itself failed: boot failure, panic or timeout)
+            """)
+    }
+
     @Test("touchd-e2e passes against touchd in the VM", .timeLimit(.minutes(20)))
-    func driverPassesInVM() throws {
+    func driverPassesInVM() async throws {
         guard Self.onPath("qemu-system-x86_64") else {
             Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
             return
         }
         let touchd = try Self.product("touchd")
         let driver = try Self.product("touchd-e2e")
-        let run = Self.packageRoot.appendingPathComponent("scripts/vm/run")
-
-        let process = Process()
-        process.executableURL = run
-        process.arguments = ["--timeout", "900", "--", driver.path, "--touchd", touchd.path]
-        process.currentDirectoryURL = Self.packageRoot
-        process.standardInput = FileHandle.nullDevice
-        // stdout and stderr are this process's own, so the driver's results (latency figures included) and the
-        // harness's messages stream into the test log as they come.
-        // Written unbuffered, so that it comes before the child's output in the log.
-        FileHandle.standardOutput.write(
-            Data("end to end: \(run.path) \(process.arguments!.joined(separator: " "))\n".utf8))
-        try process.run()
-        process.waitUntilExit()
-
-        let status = process.terminationStatus
-        #expect(
-            process.terminationReason == .exit && status == 0,
-            """
-            scripts/vm/run ended with status \(status): see its output above; the guest's console log is \
-            \(Self.consoleLog) (exit status 125 means the VM itself failed: boot failure, panic or timeout)
-            """)
+        try await Self.runVM("end to end", arguments: ["--timeout", "900", "--", driver.path, "--touchd", touchd.path])
     }
 }

@@ -17,37 +17,11 @@ extension EndToEndTests {
         let touchd = try EndToEndTests.product("touchd")
         let driver = try EndToEndTests.product("touchd-e2e")
         let root = EndToEndTests.packageRoot
-        let run = root.appendingPathComponent("scripts/vm/run")
-
-        let process = Process()
-        process.executableURL = run
-        process.arguments = [
-            "--systemd", "--timeout", "600", "--", driver.path, "--systemd-unit", "--expect-control-socket", "--touchd",
-            touchd.path, "--units",
-            root.appendingPathComponent("systemd").path,
-        ]
-        process.currentDirectoryURL = root
-        process.standardInput = FileHandle.nullDevice
-        FileHandle.standardOutput.write(
-            Data("systemd units: \(run.path) \(process.arguments!.joined(separator: " "))\n".utf8))
-        // Awaited rather than waitUntilExit(): a blocked thread of the cooperative pool, which has only as many
-        // threads as the machine has cores, would starve the other tests' tasks for the minute the VM runs.
-        let (reason, status) = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { ended in
-                continuation.resume(returning: (ended.terminationReason, ended.terminationStatus))
-            }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        #expect(
-            reason == .exit && status == 0,
-            """
-            scripts/vm/run --systemd ended with status \(status): see its output above; the guest's console log is \
-            \(EndToEndTests.consoleLog) (exit status 125 means the VM itself failed: boot failure, panic or timeout)
-            """)
+        try await EndToEndTests.runVM(
+            "systemd units",
+            arguments: [
+                "--systemd", "--timeout", "600", "--", driver.path, "--systemd-unit", "--expect-control-socket",
+                "--touchd", touchd.path, "--units", root.appendingPathComponent("systemd").path,
+            ])
     }
 }
