@@ -62,6 +62,12 @@ struct CtlOptions: ParsableArguments {
         }
     }
 
+    /// `set` on a control, printing the control's state afterwards.
+    func set(control: String, enabled: Bool? = nil, selected: Bool? = nil, value: Double? = nil) throws {
+        let members = CtlFormat.members(control: control, enabled: enabled, selected: selected, value: value)
+        try run("set", members: members) { [CtlFormat.control($0)] }
+    }
+
     /// Prints the failure and returns the exit code to throw.
     func fail(_ failure: ControlClient.Failure) -> ExitCode {
         printError("touchd ctl: \(failure)")
@@ -98,9 +104,7 @@ struct CtlEnable: ParsableCommand {
     @Argument(help: "The control's id.") var control: String
 
     func run() throws {
-        try options.run("set", members: CtlFormat.members(control: control, enabled: true)) {
-            [CtlFormat.control($0)]
-        }
+        try options.set(control: control, enabled: true)
     }
 }
 
@@ -112,9 +116,7 @@ struct CtlDisable: ParsableCommand {
     @Argument(help: "The control's id.") var control: String
 
     func run() throws {
-        try options.run("set", members: CtlFormat.members(control: control, enabled: false)) {
-            [CtlFormat.control($0)]
-        }
+        try options.set(control: control, enabled: false)
     }
 }
 
@@ -137,8 +139,7 @@ struct CtlSet: ParsableCommand {
     }
 
     func run() throws {
-        let members = CtlFormat.members(control: control, enabled: enabled, selected: selected, value: value)
-        try options.run("set", members: members) { [CtlFormat.control($0)] }
+        try options.set(control: control, enabled: enabled, selected: selected, value: value)
     }
 }
 
