@@ -13,7 +13,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
@@ -27,6 +26,10 @@ let package = Package(
             pkgConfig: "libinput libudev libevdev",
             providers: [.apt(["libinput-dev", "libudev-dev", "libevdev-dev"])]
         ),
+        // TOML 1.0 for untrusted configuration files: the Swift standard library only, every size bounded, positions
+        // kept for every key. Replaces TOMLKit, whose toml++ trees were never freed (memory grew on every reload) and
+        // which overflowed the stack on deep dotted keys.
+        .target(name: "TOML", swiftSettings: strict),
         // signalfd and eventfd, which Swift's Glibc module leaves out.
         .systemLibrary(name: "CLinux"),
         // The pure model: the Swift standard library only, time passed in, no I/O.
@@ -40,10 +43,10 @@ let package = Package(
             name: "TouchDaemon",
             dependencies: [
                 "TouchModel",
+                "TOML",
                 "CLibinput",
                 "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
@@ -66,7 +69,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TouchDaemonTests",
-            dependencies: ["TouchDaemon"],
+            dependencies: ["TouchDaemon", "TOML"],
             resources: [.copy("BrokenConfigs"), .copy("Golden")],
             swiftSettings: strict
         ),

@@ -206,7 +206,7 @@ struct ConfigurationCorpusTests {
         let bad = "\u{FEFF}[output] = 3\n"
         #expect(
             TestSupport.problemLines(ConfigurationLoader.load(text: bad, path: "x.toml"))
-                == ["PATH:1:10: error: Error while parsing table header: expected a comment or whitespace, saw '='"])
+                == ["PATH:1:10: error: expected the end of the line after a table header, saw '='"])
     }
 
     @Test("the example configuration loads")

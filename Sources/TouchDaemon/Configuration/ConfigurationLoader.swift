@@ -1,4 +1,4 @@
-import TOMLKit
+import TOML
 import TouchModel
 
 /// Turns a configuration file into a ``Configuration``, collecting every problem at once.
@@ -42,24 +42,17 @@ enum ConfigurationLoader {
 
     /// Validates configuration text; `path` is only used in messages.
     static func load(text: String, path: String) -> Result<Configuration, ConfigurationError> {
-        if let problem = ConfigurationSource.preflight(text) {
-            return .failure(ConfigurationError(path: path, problems: [problem]))
-        }
         let root: TOMLTable
         do {
-            root = try TOMLTable(string: text)
-        } catch let error as TOMLParseError {
+            root = try TOMLParser.parse(text)
+        } catch {
             return .failure(
                 ConfigurationError(
                     path: path,
-                    problems: [
-                        ConfigurationProblem(
-                            line: error.source.begin.line, column: error.source.begin.column, error.description)
-                    ]))
-        } catch {
-            return .failure(ConfigurationError(path: path, problems: [ConfigurationProblem("\(error)")]))
+                    problems: [ConfigurationProblem(line: error.position.line, column: error.position.column, error.message)]
+                ))
         }
-        let log = ProblemLog(locator: SourceLocator(text: text))
+        let log = ProblemLog(root: root)
         var decoder = Decoder(root: TableReader(root, path: "", log: log))
         let configuration = decoder.decode()
         if let configuration, log.problems.isEmpty {
@@ -486,7 +479,7 @@ private struct Decoder {
         }
         if let first = declared[id] {
             // Where the first `id` is written (its table's header when the position is unknown).
-            let location = log.locator.position(of: "\(first.path).id").map { "line \($0.line)" } ?? first.path
+            let location = log.position(of: "\(first.path).id").map { "line \($0.line)" } ?? first.path
             table.report("id", "duplicate id '\(id)': already used by the \(first.kind) at \(location) (\(first.path))")
             return nil
         }
@@ -868,7 +861,7 @@ private struct Decoder {
         return coordinateValue(value, at: table.keyPath(key), length: length, positive: positive)
     }
 
-    private func coordinateValue(_ value: TOMLValueConvertible, at path: String, length: Double, positive: Bool)
+    private func coordinateValue(_ value: TOMLValue, at path: String, length: Double, positive: Bool)
         -> Double?
     {
         let reach = ConfigurationLoader.Limits.coordinateReach * length

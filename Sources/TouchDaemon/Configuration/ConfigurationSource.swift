@@ -1,11 +1,10 @@
 import Glibc
 
 /// Reading a configuration file without trusting it: regular files only, at most
-/// ``maximumSize`` bytes, valid UTF-8, and nothing the TOML parser cannot take safely (nesting no
-/// deeper than ``maximumNesting``, well-formed table header starts), checked before it sees the text.
+/// ``maximumSize`` bytes, valid UTF-8 without NUL bytes. The TOML parser bounds everything else
+/// (nesting, key parts and lengths, depth) itself.
 enum ConfigurationSource {
     static let maximumSize = 1 << 20
-    static let maximumNesting = 64
 
     /// The file's text, or the reason it cannot be used: not a regular file, larger than `limit`
     /// bytes, not UTF-8 or holding NUL bytes.
@@ -55,137 +54,6 @@ enum ConfigurationSource {
             return .failure(ConfigurationProblem(line: line, column: column, "NUL byte in the file"))
         }
         return .success(text)
-    }
-
-    /// What the text must not hold before the TOML parser sees it: nesting deeper than the limit
-    /// (the parser recurses and would exhaust its stack), and two shapes toml++ 3 asserts on
-    /// instead of reporting (undefined behaviour once assertions are compiled out): a table header
-    /// whose name does not start with a key character (`[` then a line break, `#`, `=`, `.`, `é`),
-    /// and `}` where an array expects its next element (`x = [}`, `x = [1, }`).
-    /// Strings and comments are skipped. Lines and columns count Unicode scalars, as the TOML
-    /// parser does, so "\r\n" ends a line and a leading byte order mark takes no column.
-    static func preflight(_ text: String) -> ConfigurationProblem? {
-        enum Opener { case header, array, inlineTable }
-        var open: [Opener] = []
-        var line = 1
-        var column = 0
-        var quote: [Unicode.Scalar]? = nil  // the closing delimiter while inside a string
-        var inComment = false
-        var escaped = false
-        var atLineStart = true  // only spaces and tabs so far on this line
-        var expectingElement = false  // just after an array's `[` or `,` (whitespace and comments aside)
-        var characters = Array(text.unicodeScalars)
-        if characters.first == "\u{FEFF}" { characters.removeFirst() }
-        var index = 0
-        while index < characters.count {
-            let character = characters[index]
-            column += 1
-            if character == "\n" {
-                line += 1
-                column = 0
-                inComment = false
-                atLineStart = true
-                if let open = quote, open.count == 1 { quote = nil }  // a single-line string cannot span lines
-                index += 1
-                continue
-            }
-            if inComment {
-                index += 1
-                continue
-            }
-            if let closing = quote {
-                if escaped {
-                    escaped = false
-                } else if character == "\\" && closing.first == "\"" {
-                    escaped = true
-                } else if characters[index..<Swift.min(characters.count, index + closing.count)]
-                    .elementsEqual(closing)
-                {
-                    index += closing.count
-                    column += closing.count - 1
-                    quote = nil
-                    continue
-                }
-                index += 1
-                continue
-            }
-            let startsHeader = atLineStart && open.isEmpty && character == "["
-            atLineStart = atLineStart && (character == " " || character == "\t")
-            if character == " " || character == "\t" || character == "\r" || character == "#" {
-                // Whitespace and comments do not end the wait for an array element.
-                inComment = character == "#"
-                index += 1
-                continue
-            }
-            if character == "}" && expectingElement && open.last == .array {
-                return ConfigurationProblem(
-                    line: line, column: column, "Error while parsing array: expected a value or ']', saw '}'")
-            }
-            expectingElement = false
-            switch character {
-            case "\"", "'":
-                let triple =
-                    index + 2 < characters.count && characters[index + 1] == character
-                    && characters[index + 2] == character
-                quote = triple ? [character, character, character] : [character]
-                if triple {
-                    index += 3
-                    column += 2
-                    continue
-                }
-            case "[" where startsHeader:
-                // `[` or `[[`, then spaces or tabs, then a key character, a quote or `]` (which the
-                // parser reports itself); the end of the text is reported by the parser too.
-                open.append(.header)
-                var next = index + 1
-                if next < characters.count && characters[next] == "[" {
-                    open.append(.header)
-                    next += 1
-                }
-                let name = next
-                while next < characters.count && (characters[next] == " " || characters[next] == "\t") { next += 1 }
-                if next < characters.count && !isKeyStart(characters[next]) {
-                    return ConfigurationProblem(
-                        line: line, column: column + next - index,
-                        "Error while parsing table header: expected a key, saw \(describe(characters[next]))")
-                }
-                column += name - index - 1
-                index = name
-                continue
-            case "[", "{":
-                open.append(character == "[" ? .array : .inlineTable)
-                expectingElement = character == "["
-                if open.count > maximumNesting {
-                    return ConfigurationProblem(
-                        line: line, column: column, "arrays or inline tables nested deeper than \(maximumNesting)")
-                }
-            case ",":
-                expectingElement = open.last == .array
-            case "]", "}":
-                _ = open.popLast()
-            default:
-                break
-            }
-            index += 1
-        }
-        return nil
-    }
-
-    /// A character that may start a key in a table header (TOML 1.0 bare keys are ASCII), or `]`.
-    private static func isKeyStart(_ scalar: Unicode.Scalar) -> Bool {
-        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
-            || ["_", "-", "\"", "'", "]"].contains(scalar)
-    }
-
-    /// A character as an error message shows it.
-    private static func describe(_ scalar: Unicode.Scalar) -> String {
-        switch scalar {
-        case "\n": "a line break"
-        case "\r": "a carriage return"
-        default:
-            scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format
-                ? "U+\(String(scalar.value, radix: 16, uppercase: true))" : "'\(scalar)'"
-        }
     }
 
     /// The offset of the first byte of the first sequence that is not valid UTF-8 (a stray

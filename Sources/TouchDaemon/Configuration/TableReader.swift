@@ -1,17 +1,23 @@
-import TOMLKit
+import TOML
 
 /// Collects problems with their positions while a configuration is decoded.
 final class ProblemLog {
     private(set) var problems: [ConfigurationProblem] = []
-    let locator: SourceLocator
+    /// The parsed document, which knows where each key and array element was written.
+    let root: TOMLTable
 
-    init(locator: SourceLocator) {
-        self.locator = locator
+    init(root: TOMLTable) {
+        self.root = root
+    }
+
+    /// Where `keyPath` (or its nearest ancestor) is written.
+    func position(of keyPath: String) -> TOMLPosition? {
+        root.position(ofPath: keyPath)
     }
 
     /// Records a problem at `keyPath` (positioned where the key, or its nearest ancestor, is written).
     func report(_ keyPath: String, _ message: String) {
-        let position = locator.position(of: keyPath)
+        let position = position(of: keyPath)
         // The root table has the empty path; a problem about it has no key path to show.
         problems.append(
             ConfigurationProblem(
@@ -67,7 +73,7 @@ final class TableReader {
     }
 
     /// The raw value, marking the key as known.
-    func value(_ key: String) -> TOMLValueConvertible? {
+    func value(_ key: String) -> TOMLValue? {
         known.insert(key)
         return table[key]
     }
@@ -86,7 +92,7 @@ final class TableReader {
 
     func bool(_ key: String) -> Bool? {
         guard let value = value(key) else { return nil }
-        guard let bool = value.bool else {
+        guard let bool = value.boolean else {
             report(key, "expected true or false, found \(TableReader.describe(value))")
             return nil
         }
@@ -99,7 +105,7 @@ final class TableReader {
             if required { reportTable("missing required key '\(key)'") }
             return nil
         }
-        guard value.type == .int, let integer = value.int else {
+        guard let integer = value.integer.flatMap({ Int(exactly: $0) }) else {
             report(key, "expected an integer, found \(TableReader.describe(value))")
             return nil
         }
@@ -120,15 +126,13 @@ final class TableReader {
     }
 
     static func number(
-        _ value: TOMLValueConvertible, in range: ClosedRange<Double>, at keyPath: String, log: ProblemLog
+        _ value: TOMLValue, in range: ClosedRange<Double>, at keyPath: String, log: ProblemLog
     ) -> Double? {
         let number: Double
-        switch value.type {
-        case .int:
-            guard let integer = value.int else { return nil }
+        switch value {
+        case .integer(let integer):
             number = Double(integer)
-        case .double:
-            guard let double = value.double else { return nil }
+        case .float(let double):
             guard double.isFinite else {
                 log.report(keyPath, "\(double) is not a finite number")
                 return nil
@@ -228,15 +232,15 @@ final class TableReader {
         }
     }
 
-    static func describe(_ value: TOMLValueConvertible) -> String {
-        switch value.type {
+    static func describe(_ value: TOMLValue) -> String {
+        switch value.kind {
         case .string: "a string"
-        case .int: "an integer"
-        case .double: "a float"
-        case .bool: "a boolean"
+        case .integer: "an integer"
+        case .float: "a float"
+        case .boolean: "a boolean"
         case .array: "an array"
         case .table: "a table"
-        case .date, .time, .dateTime: "a date or time"
+        case .dateTime: "a date or time"
         }
     }
 
