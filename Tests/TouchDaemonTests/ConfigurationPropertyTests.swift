@@ -75,6 +75,13 @@ struct ConfigurationPropertyTests {
         "width = 32768", "height = 1", "calibration = [nan, 0, 0, 0, 1, 0]", "exec = []", "shell = true",
         "actions = [{ events = [\"allEvents\"], action = \"x\" }]", "z = 9223372036854775807",
         String(repeating: "[", count: 70), String(repeating: "{a=", count: 70),
+        // Shapes that crashed or stalled TOMLKit (the hostile-input issue, item 2), and TOML's rarer forms.
+        Array(repeating: "a", count: 100).joined(separator: ".") + " = 1",
+        "[" + Array(repeating: "a", count: 100).joined(separator: ".") + "]",
+        "[[" + Array(repeating: "b", count: 63).joined(separator: ".") + "]]", String(repeating: "k", count: 300),
+        #""""\"#, "\"\"\"\\\n  x\"\"\"\"\"", "'''\n'''''", "a.b.c = 1", "[a.b]", "[[a.b]]", #""\U0010FFFF""#,
+        #""\U00110000""#, "0b1_0", "0o7_7", "1_000.5e-1_0", "1979-05-27 07:32:00.999+05:30",
+        "x = { a.b = 1, a.c = 2 }",
     ]
 
     @Test("2,000 mutations of config/kiosk.toml")

@@ -166,6 +166,37 @@ struct RunCommandTests {
         #expect(log.contains("touchd stopped"))
     }
 
+    /// The hostile-input issue, item 2: a 60 KB line of 30,000 dotted key parts appended to the live file and followed
+    /// by SIGHUP killed a running daemon (the parser overflowed its stack). Now the reload is refused with the key's
+    /// position and the daemon keeps its configuration and goes on.
+    @Test func aDeepDottedKeyAppendedToTheLiveFileIsRefusedAndTheDaemonGoesOn() throws {
+        let fixture = try Fixture()
+        let (config, notify) = (fixture.config, fixture.notify)
+        let daemon = try fixture.start()
+        defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
+        #expect(notify.next()?.first == "READY=1")
+
+        let deep = Array(repeating: "a", count: 30_000).joined(separator: ".") + " = 1\n"
+        try (Self.valid + deep).write(to: config, atomically: true, encoding: .utf8)
+        let line = Self.valid.split(separator: "\n", omittingEmptySubsequences: false).count
+        daemon.signal(SIGHUP)
+        #expect(notify.next()?.first == "RELOADING=1")
+        let refused = try #require(notify.next(), "stderr:\n\(daemon.errorText)")
+        #expect(refused.first == "READY=1")
+        #expect(
+            refused.contains("STATUS=reload failed: \(config.path):\(line):129: error: a key with more than 64 dotted parts"),
+            "\(refused)")
+        #expect(daemon.process.isRunning)
+
+        // And it still reloads a good file afterwards.
+        try Self.valid.write(to: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(notify.next()?.first == "RELOADING=1")
+        #expect(notify.next() == ["READY=1", "STATUS=waiting for a touchscreen"])
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
     /// C1: an invalid configuration at start is refused with every problem and exit 78 (EX_CONFIG); READY=1 is never
     /// sent.
     @Test func invalidConfigurationAtStartExits78() throws {
