@@ -176,6 +176,26 @@ struct TouchRouterTests {
         #expect(Self.frames(router.handle(Self.touch(.frame, slot: -1), now: 0)).count == 1)
     }
 
+    /// P1: after a suspend the daemon orphans the contacts that were down (and cancels them in the scene); a finger
+    /// that lifted while the system slept sends its lift after resume, and that lift must never reach the scene.
+    @Test func contactsDownAtSuspendAreOrphanedUntilTheyLift() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 1, x: 0.2, y: 0.2), now: 0)
+        _ = router.handle(Self.touch(.frame, slot: -1), now: 0)
+        #expect(router.orphanActiveContacts() == [0, 1])
+        #expect(router.activeContacts.isEmpty)
+        #expect(router.orphanActiveContacts().isEmpty)
+        _ = router.handle(Self.touch(.up, slot: 0), now: 0)
+        _ = router.handle(Self.touch(.motion, slot: 1, x: 0.3, y: 0.3), now: 0)
+        #expect(router.handle(Self.touch(.frame, slot: -1), now: 0).isEmpty)
+        // A new touch in the lifted slot is a fresh contact.
+        _ = router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0)
+        let frames = Self.frames(router.handle(Self.touch(.frame, slot: -1), now: 0))
+        #expect(frames.first?.samples == [.began(0, at: Point(x: 500, y: 250))])
+    }
+
     @Test func reloadReportsDevicesWhoseUseChanged() {
         var router = TouchRouter(output: Self.output, allowList: [])
         _ = router.handle(.deviceAdded(Self.device(1)), now: 0)

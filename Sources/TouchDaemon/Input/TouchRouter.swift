@@ -48,6 +48,15 @@ struct TouchRouter {
         active.keys.filter { !orphaned.contains($0) }.sorted()
     }
 
+    /// Marks every contact that is down as orphaned and returns them, for the caller to cancel in the scene: their
+    /// further motion and their lift are dropped, so a contact that was down across a suspend never ends as a tap.
+    /// A new touch-down in the same seat slot starts a fresh contact.
+    mutating func orphanActiveContacts() -> [ContactID] {
+        let contacts = activeContacts
+        orphaned.formUnion(contacts)
+        return contacts
+    }
+
     mutating func handle(_ event: InputEvent, now: UInt64) -> [Note] {
         switch event {
         case .deviceAdded(let info):

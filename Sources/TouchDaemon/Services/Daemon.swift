@@ -57,6 +57,8 @@ final class Daemon {
     /// Responses and events for the control socket, handed over with the batch's deliveries.
     var controlOutbox: [ControlMessage] = []
     var subscriptions = ControlSubscriptions()
+    /// Notices a system suspend between two wake-ups (fault-cases.md P1).
+    private var suspendWatch = SuspendWatch()
     /// When the daemon started (monotonic microseconds), for `stats`.
     let startedAt = monotonicMicroseconds()
 
@@ -109,6 +111,7 @@ final class Daemon {
             logger.info("systemd watchdog enabled", metadata: ["interval_us": "\(interval)"])
         }
 
+        _ = suspendWatch.check(monotonic: monotonicMicroseconds(), boottime: boottimeMicroseconds())
         var descriptors = [
             pollfd(fd: input.fileDescriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: signals.fileDescriptor, events: Int16(POLLIN), revents: 0),
@@ -123,6 +126,10 @@ final class Daemon {
             if ready < 0 && errno != EINTR {
                 logger.critical("poll failed: \(LibinputContext.errnoText())")
                 return 70  // EX_SOFTWARE
+            }
+            // Before the input that woke us: it may be the release of a finger that lifted while the system slept.
+            if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
+                resumed(afterSleeping: asleep)
             }
             if descriptors[1].revents != 0 {
                 var stop = false
@@ -391,6 +398,20 @@ final class Daemon {
         logger.info("no touchscreen in use: rescanning the seat", metadata: ["seat": "\(configuration.seat)"])
         input.rescan()
         handle(input.dispatch())
+    }
+
+    /// After a suspend (fault-cases.md P1): the contacts that were down end with touchCancel, and the router drops
+    /// whatever else they send, lift included, so nothing clicks. Gestures and long presses they were part of are
+    /// cancelled with them.
+    private func resumed(afterSleeping asleep: UInt64) {
+        let contacts = router.orphanActiveContacts()
+        logger.info(
+            "the system was suspended; contacts that were down are cancelled",
+            metadata: ["suspended_ms": "\(asleep / 1000)", "contacts": "\(contacts.count)"])
+        guard !contacts.isEmpty else { return }
+        deliver(
+            scene.handle(Frame(time: scene.now, samples: contacts.map { .cancelled($0) })), device: nil,
+            fromInput: false)
     }
 
     private func cancelActiveContacts() {
