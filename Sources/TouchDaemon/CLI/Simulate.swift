@@ -123,7 +123,8 @@ struct Simulate: ParsableCommand {
         if LibinputRecording.looksLikeRecording(text) {
             let recording = LibinputRecording.frames(
                 from: text, output: configuration.output, allowList: configuration.devices,
-                ignored: { printError("\(input): note: \($0); its events are ignored") })
+                ignored: { printError("\(input): note: \($0); its events are ignored") },
+                noted: { printError("\(input): note: \($0)") })
             switch recording {
             case .success(let frames): return frames
             case .failure(let problem):
