@@ -36,7 +36,11 @@ struct Simulate: ParsableCommand {
             throw ExitCode(ExitStatus.configuration)
         }
         guard execute else {
-            for line in simulation.run(frames) { print(line) }
+            // Printed as they happen rather than gathered first: a long input's output would otherwise all be held
+            // in memory at once.
+            simulation.run(frames) { output, time in
+                for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
+            }
             return
         }
         try runExecuting(&simulation, frames: frames, configuration: configuration)
