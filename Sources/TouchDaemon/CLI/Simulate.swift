@@ -36,7 +36,11 @@ struct Simulate: ParsableCommand {
             throw ExitCode(ExitStatus.configuration)
         }
         guard execute else {
-            for line in simulation.run(frames) { print(line) }
+            // Printed as they happen rather than gathered first: a long input's output would otherwise all be held
+            // in memory at once.
+            simulation.run(frames) { output, time in
+                for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
+            }
             return
         }
         try runExecuting(&simulation, frames: frames, configuration: configuration)
@@ -123,7 +127,8 @@ struct Simulate: ParsableCommand {
         if LibinputRecording.looksLikeRecording(text) {
             let recording = LibinputRecording.frames(
                 from: text, output: configuration.output, allowList: configuration.devices,
-                ignored: { printError("\(input): note: \($0); its events are ignored") })
+                ignored: { printError("\(input): note: \($0); its events are ignored") },
+                noted: { printError("\(input): note: \($0)") })
             switch recording {
             case .success(let frames): return frames
             case .failure(let problem):

@@ -10,6 +10,18 @@ enum LibinputRecording {
         var message: String
     }
 
+    /// The largest recording read (64 MiB): Yams builds a tree of the whole file, many times its size.
+    static let maximumSize = 64 << 20
+    /// The most devices a recording may list (`libinput record --all` on a laptop lists a few dozen).
+    static let maximumDevices = 64
+    /// The most evdev events a recording may hold, all devices together (a 64 MiB file holds about 1.5 million).
+    static let maximumEvents = 4_000_000
+    /// The most slots used per device, as libinput tracks them; slots beyond this or the device's ABS_MT_SLOT range
+    /// are ignored, as libevdev ignores them. Also keeps contact numbers (`index × 1000 + slot`) apart.
+    static let maximumSlots = 64
+    /// The largest event time, in seconds: 2^40 s is 1.1 × 10^18 µs, well inside an Instant.
+    static let maximumSeconds = 1 << 40
+
     // evdev codes (linux/input-event-codes.h).
     private enum Code {
         static let synType = 0
@@ -34,11 +46,20 @@ enum LibinputRecording {
 
     /// The frames of every touch device in the recording, mapped onto the output. With an allow-list (the
     /// configuration's `[[device]]` entries), a device is used only when an entry matches its name, ids and node, as
-    /// `touchd run` would decide, and lands on that entry's `region`; `ignored` receives the devices left out.
+    /// `touchd run` would decide, and lands on that entry's `region`; `ignored` receives the devices left out, and
+    /// `noted` what else was left out of a device that is used (events for slots it does not have).
     static func frames(
         from text: String, output: Configuration.Output, allowList: [Configuration.DeviceMatch] = [],
-        ignored: ((String) -> Void)? = nil
+        ignored: ((String) -> Void)? = nil, noted: ((String) -> Void)? = nil
     ) -> Result<[Frame], Problem> {
+        guard text.utf8.count <= maximumSize else {
+            return .failure(
+                Problem(
+                    message: "the recording is \(text.utf8.count) bytes; a libinput recording may be at most "
+                        + "64 MiB (\(maximumSize) bytes)"))
+        }
+        // Before Yams: it expands aliases while it builds its tree, so they must be refused unexpanded.
+        if let problem = yamlProblem(in: text) { return .failure(problem) }
         let document: Any?
         do {
             document = try Yams.load(yaml: text)
@@ -48,7 +69,12 @@ enum LibinputRecording {
         guard let root = document as? [String: Any], let devices = root["devices"] as? [Any] else {
             return .failure(Problem(message: "not a libinput recording: no 'devices' list"))
         }
+        guard devices.count <= maximumDevices else {
+            return .failure(
+                Problem(message: "the recording lists \(devices.count) devices; at most \(maximumDevices) are allowed"))
+        }
         var frames: [Frame] = []
+        var events = 0
         for (index, device) in devices.enumerated() {
             guard let device = device as? [String: Any] else { continue }
             var region: Rect? = nil
@@ -60,8 +86,14 @@ enum LibinputRecording {
                 }
                 region = match.region
             }
-            switch deviceFrames(device, index: index, output: output, region: region) {
-            case .success(let deviceFrames): frames += deviceFrames
+            switch deviceFrames(device, index: index, output: output, region: region, events: &events) {
+            case .success(let decoded):
+                frames += decoded.frames
+                if decoded.ignoredEvents > 0 {
+                    noted?(
+                        "device \(index): \(decoded.ignoredEvents) events for slots outside \(decoded.slots) were "
+                            + "ignored (the first for slot \(decoded.firstIgnoredSlot))")
+                }
             case .failure(let problem): return .failure(problem)
             }
         }
@@ -87,6 +119,17 @@ enum LibinputRecording {
         var ended = false
     }
 
+    /// One device's frames, and what was left out of them.
+    private struct DeviceFrames {
+        var frames: [Frame] = []
+        /// The slots the device may use, as text for a note ("0…9").
+        var slots = ""
+        /// Events for a slot outside the device's range, ignored.
+        var ignoredEvents = 0
+        /// The first such slot.
+        var firstIgnoredSlot = 0
+    }
+
     /// The facts of a recorded device that the allow-list matches on: `evdev.name`, the vendor and product of
     /// `evdev.id` (bus, vendor, product, version) and `node`.
     private static func describe(_ device: [String: Any], index: Int) -> DeviceInfo {
@@ -100,91 +143,205 @@ enum LibinputRecording {
             heightMillimetres: nil, devnode: node, links: [], isTouchscreen: true, touchCount: 0)
     }
 
+    /// evdev's values are 32-bit (`struct input_event`, `struct input_absinfo`); anything wider in a file is not
+    /// from the kernel, and keeping to 32 bits keeps every sum and conversion below exact.
+    private static let evdevValues = Int(Int32.min)...Int(Int32.max)
+
+    /// Decodes one device's events. Work per event is constant: a SYN_REPORT visits only the slots that changed
+    /// since the last one (a bit mask), never every slot the device has used, so a recording's cost is linear in
+    /// its events.
     private static func deviceFrames(
-        _ device: [String: Any], index: Int, output: Configuration.Output, region: Rect?
-    ) -> Result<[Frame], Problem> {
+        _ device: [String: Any], index: Int, output: Configuration.Output, region: Rect?, events total: inout Int
+    ) -> Result<DeviceFrames, Problem> {
+        var result = DeviceFrames()
         guard let evdev = device["evdev"] as? [String: Any], let absinfo = evdev["absinfo"] as? [AnyHashable: Any]
         else {
-            return .success([])
+            return .success(result)
         }
-        func axis(_ code: Int) -> Axis? {
+        func range(_ code: Int) -> Result<(minimum: Int, maximum: Int)?, Problem> {
             guard let values = (absinfo[code] ?? absinfo[String(code)]) as? [Any], values.count >= 2,
-                let minimum = integer(values[0]), let maximum = integer(values[1]), maximum > minimum
-            else { return nil }
-            return Axis(minimum: minimum, maximum: maximum)
+                let minimum = integer(values[0]), let maximum = integer(values[1])
+            else { return .success(nil) }
+            guard evdevValues.contains(minimum), evdevValues.contains(maximum) else {
+                return .failure(
+                    Problem(
+                        message: "device \(index): absinfo \(code) has minimum \(minimum) and maximum \(maximum); "
+                            + "evdev's values are 32-bit"))
+            }
+            return .success((minimum, maximum))
         }
-        let multitouch = axis(Code.positionX) != nil && axis(Code.positionY) != nil
-        guard let xAxis = multitouch ? axis(Code.positionX) : axis(Code.absX),
-            let yAxis = multitouch ? axis(Code.positionY) : axis(Code.absY)
-        else { return .success([]) }  // not a touch device (a keyboard in the same recording)
+        func axis(_ code: Int) -> Result<Axis?, Problem> {
+            // An axis of one value (minimum == maximum) cannot place a touch: the device is not used.
+            range(code).map {
+                $0.flatMap { $0.maximum > $0.minimum ? Axis(minimum: $0.minimum, maximum: $0.maximum) : nil }
+            }
+        }
+        let positionX: Axis?
+        let positionY: Axis?
+        let absX: Axis?
+        let absY: Axis?
+        let slotRange: (minimum: Int, maximum: Int)?
+        do {
+            positionX = try axis(Code.positionX).get()
+            positionY = try axis(Code.positionY).get()
+            absX = try axis(Code.absX).get()
+            absY = try axis(Code.absY).get()
+            slotRange = try range(Code.slot).get()
+        } catch {
+            return .failure(error)
+        }
+        let multitouch = positionX != nil && positionY != nil
+        guard let xAxis = multitouch ? positionX : absX, let yAxis = multitouch ? positionY : absY
+        else { return .success(result) }  // not a touch device (a keyboard in the same recording)
         let mapper = CoordinateMapper(output: output, region: region)
+        // index < maximumDevices and slot < maximumSlots, so this and contactBase + slot stay far from overflow.
         let contactBase = index * 1000
+        // The slots in use: the device's ABS_MT_SLOT range, within 0..<maximumSlots; slot 0 alone without one.
+        let lowestSlot = max(slotRange?.minimum ?? 0, 0)
+        let highestSlot = min(slotRange?.maximum ?? (multitouch ? maximumSlots - 1 : 0), maximumSlots - 1)
+        result.slots = lowestSlot <= highestSlot ? "\(lowestSlot)…\(highestSlot)" : "none"
 
-        var frames: [Frame] = []
-        var slots: [Int: Slot] = [:]
-        var currentSlot = 0
+        var slots = [Slot](repeating: Slot(), count: maximumSlots)
+        /// Bit n: slot n changed since the last SYN_REPORT. Visiting the set bits in order keeps samples sorted by
+        /// slot, as they were when every slot was visited.
+        var changed: UInt64 = 0
+        /// Bit n: slot n holds a contact (for SYN_DROPPED).
+        var active: UInt64 = 0
+        /// nil while ABS_MT_SLOT has selected a slot outside the range: its events are ignored until the next one.
+        var currentSlot: Int? = lowestSlot <= 0 && 0 <= highestSlot ? 0 : nil
         var singleTouchDown = false
         // After SYN_DROPPED, evdev clients drop every event up to and including the next SYN_REPORT.
         var droppingUntilReport = false
-        guard let events = device["events"] as? [Any] else { return .success([]) }
+        /// The slot ABS_MT_SLOT last chose out of range.
+        var ignoredSlot = 0
+        func ignore(_ slot: Int) {
+            if result.ignoredEvents == 0 { result.firstIgnoredSlot = slot }
+            result.ignoredEvents += 1
+        }
+        guard let events = device["events"] as? [Any] else { return .success(result) }
         for entry in events {
             guard let entry = entry as? [String: Any], let list = entry["evdev"] as? [Any] else { continue }
+            total += list.count
+            guard total <= maximumEvents else {
+                return .failure(
+                    Problem(message: "the recording holds more than \(maximumEvents) evdev events, the most allowed"))
+            }
             for raw in list {
                 guard let event = raw as? [Any], event.count == 5,
                     let seconds = integer(event[0]), let microseconds = integer(event[1]),
-                    let type = integer(event[2]), let code = integer(event[3]), let value = integer(event[4]),
-                    seconds >= 0, seconds < 1 << 40, microseconds >= 0, microseconds < 1_000_000
+                    let type = integer(event[2]), let code = integer(event[3]), let value = integer(event[4])
                 else {
                     return .failure(Problem(message: "device \(index): malformed event \(raw)"))
                 }
-                let time = Instant(microseconds: UInt64(seconds) * 1_000_000 + UInt64(microseconds))
+                guard (0..<maximumSeconds).contains(seconds), (0..<1_000_000).contains(microseconds) else {
+                    return .failure(
+                        Problem(
+                            message:
+                                "device \(index): malformed event \(raw): the time must be 0…\(maximumSeconds - 1) "
+                                + "seconds and 0…999999 microseconds"))
+                }
+                guard (0...0xFFFF).contains(type), (0...0xFFFF).contains(code) else {
+                    return .failure(
+                        Problem(
+                            message: "device \(index): malformed event \(raw): the type and code must be 0…65535"))
+                }
+                // Not ignored like a slot out of range: no kernel sends such a value, so the file is not a recording.
+                guard evdevValues.contains(value) else {
+                    return .failure(
+                        Problem(
+                            message: "device \(index): malformed event \(raw): the value \(value) is outside evdev's "
+                                + "32-bit range"))
+                }
+                // Both ranges checked above: at most 2^40 × 10^6 + 10^6 µs, below 2^61.
+                let (scaled, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000)
+                let (stamp, carry) = scaled.addingReportingOverflow(UInt64(microseconds))
+                guard !overflow, !carry else {
+                    return .failure(Problem(message: "device \(index): malformed event \(raw): time out of range"))
+                }
+                let time = Instant(microseconds: stamp)
                 if droppingUntilReport {
                     if type == Code.synType && code == Code.synReport { droppingUntilReport = false }
                     continue
                 }
+                /// The slot a multitouch event is for, or nil (counted) when ABS_MT_SLOT chose one out of range.
+                func slot() -> Int? {
+                    if currentSlot == nil { ignore(ignoredSlot) }
+                    return currentSlot
+                }
                 switch (type, code) {
                 case (Code.absType, Code.slot):
-                    currentSlot = value
-                case (Code.absType, Code.trackingID) where multitouch:
-                    if value >= 0 {
-                        slots[currentSlot, default: Slot()].active = true
-                        slots[currentSlot, default: Slot()].began = true
+                    if lowestSlot <= value, value <= highestSlot {
+                        currentSlot = value
                     } else {
-                        slots[currentSlot, default: Slot()].ended = true
+                        currentSlot = nil
+                        ignoredSlot = value
+                        ignore(value)
                     }
+                case (Code.absType, Code.trackingID) where multitouch:
+                    guard let slot = slot() else { continue }
+                    if value >= 0 {
+                        slots[slot].active = true
+                        slots[slot].began = true
+                        active |= 1 << slot
+                    } else {
+                        slots[slot].ended = true
+                    }
+                    changed |= 1 << slot
                 case (Code.absType, Code.positionX) where multitouch:
-                    slots[currentSlot, default: Slot()].x = value
-                    slots[currentSlot, default: Slot()].moved = true
+                    guard let slot = slot() else { continue }
+                    slots[slot].x = value
+                    slots[slot].moved = true
+                    changed |= 1 << slot
                 case (Code.absType, Code.positionY) where multitouch:
-                    slots[currentSlot, default: Slot()].y = value
-                    slots[currentSlot, default: Slot()].moved = true
+                    guard let slot = slot() else { continue }
+                    slots[slot].y = value
+                    slots[slot].moved = true
+                    changed |= 1 << slot
                 case (Code.absType, Code.absX) where !multitouch:
-                    slots[0, default: Slot()].x = value
-                    slots[0, default: Slot()].moved = true
+                    slots[0].x = value
+                    slots[0].moved = true
+                    changed |= 1
                 case (Code.absType, Code.absY) where !multitouch:
-                    slots[0, default: Slot()].y = value
-                    slots[0, default: Slot()].moved = true
+                    slots[0].y = value
+                    slots[0].moved = true
+                    changed |= 1
                 case (Code.keyType, Code.buttonTouch) where !multitouch:
                     if value != 0 && !singleTouchDown {
-                        slots[0, default: Slot()].active = true
-                        slots[0, default: Slot()].began = true
+                        slots[0].active = true
+                        slots[0].began = true
+                        active |= 1
+                        changed |= 1
                     } else if value == 0 && singleTouchDown {
-                        slots[0, default: Slot()].ended = true
+                        slots[0].ended = true
+                        changed |= 1
                     }
                     singleTouchDown = value != 0
                 case (Code.synType, Code.synDropped):
                     // The kernel dropped events: every contact's state is unknown, so cancel them all.
-                    let samples = slots.keys.sorted().filter { slots[$0]?.active == true }.map {
-                        ContactSample.cancelled(contactBase + $0)
+                    var samples: [ContactSample] = []
+                    var mask = active
+                    while mask != 0 {
+                        let slot = mask.trailingZeroBitCount
+                        mask &= mask - 1
+                        samples.append(.cancelled(contactBase + slot))
                     }
-                    if !samples.isEmpty { frames.append(Frame(time: time, samples: samples)) }
-                    for slot in slots.keys { slots[slot] = Slot(x: slots[slot]?.x, y: slots[slot]?.y) }
+                    if !samples.isEmpty { result.frames.append(Frame(time: time, samples: samples)) }
+                    var reset = active | changed
+                    while reset != 0 {
+                        let slot = reset.trailingZeroBitCount
+                        reset &= reset - 1
+                        slots[slot] = Slot(x: slots[slot].x, y: slots[slot].y)
+                    }
+                    active = 0
+                    changed = 0
                     singleTouchDown = false
                     droppingUntilReport = true
                 case (Code.synType, Code.synReport):
                     var samples: [ContactSample] = []
-                    for slot in slots.keys.sorted() {
-                        guard var state = slots[slot] else { continue }
+                    while changed != 0 {
+                        let slot = changed.trailingZeroBitCount
+                        changed &= changed - 1
+                        var state = slots[slot]
                         let contact = contactBase + slot
                         let location = state.x.flatMap { x in
                             state.y.flatMap { y -> Point? in
@@ -205,19 +362,20 @@ enum LibinputRecording {
                         if state.ended {
                             if state.active { samples.append(.ended(contact)) }
                             slots[slot] = Slot(x: state.x, y: state.y)
+                            active &= ~(1 << slot)
                             continue
                         }
                         state.began = false
                         state.moved = false
                         slots[slot] = state
                     }
-                    if !samples.isEmpty { frames.append(Frame(time: time, samples: samples)) }
+                    if !samples.isEmpty { result.frames.append(Frame(time: time, samples: samples)) }
                 default:
                     break
                 }
             }
         }
-        return .success(frames)
+        return .success(result)
     }
 
     private static func integer(_ value: Any) -> Int? {

@@ -1,0 +1,244 @@
+import Foundation
+import Testing
+import TouchModel
+
+@testable import TouchDaemon
+
+/// `touchd simulate` on hostile `libinput record` files and touch scripts: each ends in a precise error or a correct
+/// result, in bounded time and memory, never a trap.
+@Suite("simulate: hostile recordings and scripts")
+struct RecordingHardeningTests {
+    static let output = Configuration.Output(width: 1920, height: 1080, rotation: 0, calibration: nil)
+
+    /// A recording's header and one multitouch device (axes 0…4095, slots 0…`slots`), with `events` as its frames.
+    static func device(node: Int, slots: Int = 9, axisMaximum: Int = 4095, frames: [[[Int]]]) -> String {
+        var text = """
+            - node: /dev/input/event\(node)
+              evdev:
+                name: "Touch \(node)"
+                id: [3, 8746, 1, 272]
+                absinfo:
+                  0: [0, \(axisMaximum), 0, 0, 0]
+                  1: [0, \(axisMaximum), 0, 0, 0]
+                  47: [0, \(slots), 0, 0, 0]
+                  53: [0, \(axisMaximum), 0, 0, 0]
+                  54: [0, \(axisMaximum), 0, 0, 0]
+                  57: [0, 65535, 0, 0, 0]
+              events:
+
+            """
+        for frame in frames {
+            text += "  - evdev:\n"
+            for event in frame { text += "    - [\(event.map(String.init).joined(separator: ", "))]\n" }
+        }
+        return text
+    }
+
+    static func recording(_ devices: String...) -> String {
+        "version: 1\nndevices: \(devices.count)\nlibinput:\n  version: \"1.26.1\"\ndevices:\n" + devices.joined()
+    }
+
+    /// A tap in slot `slot` at second `second`: down at (512, 512), up 50 ms later.
+    static func tap(slot: Int, second: Int = 0) -> [[Int]] {
+        [
+            [second, 0, 3, 47, slot], [second, 0, 3, 57, 7], [second, 0, 3, 53, 512], [second, 0, 3, 54, 512],
+            [second, 0, 0, 0, 0],
+        ]
+    }
+
+    static func failure(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+        switch LibinputRecording.frames(from: text, output: output) {
+        case .success:
+            Issue.record("the recording was accepted", sourceLocation: sourceLocation)
+            return nil
+        case .failure(let problem): return problem.message
+        }
+    }
+
+    // MARK: Slots and numbers
+
+    @Test("a second device's ABS_MT_SLOT of 2^63−1 is refused with a message, not a trap")
+    func hugeSlot() {
+        let text = Self.recording(
+            Self.device(node: 0, frames: [Self.tap(slot: 0)]),
+            Self.device(node: 1, frames: [Self.tap(slot: Int.max)]))
+        #expect(
+            Self.failure(text)
+                == "device 1: malformed event [0, 0, 3, 47, 9223372036854775807]: the value 9223372036854775807 "
+                + "is outside evdev's 32-bit range")
+    }
+
+    @Test("events for a slot outside the device's range are ignored and counted; the other slots still work")
+    func slotOutOfRange() throws {
+        var notes: [String] = []
+        let frames: [[[Int]]] = [
+            Self.tap(slot: 10),  // slots are 0…9
+            [[0, 1000, 3, 57, -1], [0, 1000, 0, 0, 0]],
+            Self.tap(slot: Int(Int32.max), second: 1),
+            Self.tap(slot: 2, second: 2),
+            [[2, 50000, 3, 57, -1], [2, 50000, 0, 0, 0]],
+        ]
+        let text = Self.recording(
+            Self.device(node: 0, frames: [Self.tap(slot: 0)]), Self.device(node: 1, frames: frames))
+        let result = try LibinputRecording.frames(from: text, output: Self.output, noted: { notes.append($0) }).get()
+        // Device 0's touch (contact 0, never lifted) and device 1's slot 2 (contact 1002), nothing of slots 10 and
+        // 2^31−1.
+        #expect(
+            result.map(\.samples) == [
+                [.began(0, at: Point(x: 240, y: 135))],
+                [.began(1002, at: Point(x: 240, y: 135))],
+                [.ended(1002)],
+            ])
+        #expect(notes == ["device 1: 9 events for slots outside 0…9 were ignored (the first for slot 10)"])
+    }
+
+    @Test("a device declaring more slots than libinput tracks uses the first 64")
+    func slotCap() throws {
+        var notes: [String] = []
+        let text = Self.recording(
+            Self.device(node: 0, slots: 1_000_000, frames: [Self.tap(slot: 63), Self.tap(slot: 64)]))
+        let result = try LibinputRecording.frames(from: text, output: Self.output, noted: { notes.append($0) }).get()
+        #expect(result.map(\.samples) == [[.began(63, at: Point(x: 240, y: 135))]])
+        #expect(notes == ["device 0: 4 events for slots outside 0…63 were ignored (the first for slot 64)"])
+    }
+
+    @Test("an axis whose minimum equals its maximum makes no touch device, and divides nothing by zero")
+    func flatAxis() throws {
+        let text = Self.recording(Self.device(node: 0, axisMaximum: 0, frames: [Self.tap(slot: 0)]))
+        #expect(try LibinputRecording.frames(from: text, output: Self.output).get().isEmpty)
+    }
+
+    @Test(
+        "numbers no kernel writes are refused with the event and the reason",
+        arguments: [
+            ([-1, 0, 3, 47, 0], "the time must be 0…1099511627775 seconds and 0…999999 microseconds"),
+            ([1 << 40, 0, 3, 47, 0], "the time must be 0…1099511627775 seconds and 0…999999 microseconds"),
+            ([0, 1_000_000, 3, 47, 0], "the time must be 0…1099511627775 seconds and 0…999999 microseconds"),
+            ([0, 0, 65536, 0, 0], "the type and code must be 0…65535"),
+            ([0, 0, 3, -1, 0], "the type and code must be 0…65535"),
+            ([0, 0, 3, 53, Int(Int32.min) - 1], "the value -2147483649 is outside evdev's 32-bit range"),
+        ])
+    func outOfRange(_ event: [Int], _ reason: String) {
+        let text = Self.recording(Self.device(node: 0, frames: [[event]]))
+        let raw = "[" + event.map(String.init).joined(separator: ", ") + "]"
+        #expect(Self.failure(text) == "device 0: malformed event \(raw): \(reason)")
+    }
+
+    @Test("an axis range wider than 32 bits is refused")
+    func wideAxis() {
+        let text = Self.recording(Self.device(node: 0, axisMaximum: Int.max, frames: [Self.tap(slot: 0)]))
+        #expect(
+            Self.failure(text)
+                == "device 0: absinfo 53 has minimum 0 and maximum 9223372036854775807; evdev's values are 32-bit")
+    }
+
+    // MARK: Size
+
+    @Test("many slots and many frames decode in one pass, correctly")
+    func manySlotsAndFrames() throws {
+        // 20,000 slot selections, most out of range and ignored, then 20,000 frames moving slot 5: the decoder's
+        // work per SYN_REPORT no longer grows with the slots seen before (it did: 8,000 × 8,000 took 71 s).
+        let count = 20_000
+        var first: [[Int]] = []
+        for slot in 0..<count { first += [[0, 0, 3, 47, slot], [0, 0, 3, 57, slot + 1], [0, 0, 3, 53, 512]] }
+        first += [[0, 0, 3, 47, 5], [0, 0, 3, 54, 512], [0, 0, 0, 0, 0]]
+        var frames = [first]
+        for index in 0..<count {
+            frames.append([
+                [1 + index / 1000, index % 1000 * 1000, 3, 53, 1024 + index % 2 * 1024],
+                [1 + index / 1000, index % 1000 * 1000, 0, 0, 0],
+            ])
+        }
+        var notes: [String] = []
+        let text = Self.recording(Self.device(node: 0, slots: count, frames: frames))
+        let result = try LibinputRecording.frames(from: text, output: Self.output, noted: { notes.append($0) }).get()
+        // Slots 0…63 began (only slot 5 has a y, so only it has a location), then one move per frame.
+        #expect(result.count == 1 + count)
+        #expect(result[0].samples == [.began(5, at: Point(x: 240, y: 135))])
+        #expect(result[1].samples == [.moved(5, to: Point(x: 480, y: 135))])
+        #expect(result[count].samples == [.moved(5, to: Point(x: 960, y: 135))])
+        #expect(
+            notes == [
+                "device 0: \((count - 64) * 3) events for slots outside 0…63 were ignored (the first for slot 64)"
+            ])
+    }
+
+    @Test("a recording over 64 MiB, or with too many devices, is refused naming the limit")
+    func limits() {
+        let big = String(repeating: "#", count: LibinputRecording.maximumSize + 1)
+        #expect(
+            Self.failure(big)
+                == "the recording is 67108865 bytes; a libinput recording may be at most 64 MiB (67108864 bytes)")
+        let devices = Array(repeating: "- {}\n", count: LibinputRecording.maximumDevices + 1).joined()
+        #expect(
+            Self.failure("version: 1\nlibinput: {}\ndevices:\n" + devices)
+                == "the recording lists 65 devices; at most 64 are allowed")
+    }
+
+    // MARK: YAML aliases
+
+    /// Nine aliases nested nine deep: 9^9 strings once expanded. Refused before Yams sees it, so the test is quick.
+    @Test("a billion-laughs recording is refused before it is expanded")
+    func billionLaughs() {
+        let lols = Array(repeating: "\"lol\"", count: 9).joined(separator: ",")
+        var text = "version: 1\nlibinput: {}\ndevices: []\na: &a [\(lols)]\n"
+        var previous = "a"
+        for name in ["b", "c", "d", "e", "f", "g", "h", "i"] {
+            text += "\(name): &\(name) [" + Array(repeating: "*\(previous)", count: 9).joined(separator: ",") + "]\n"
+            previous = name
+        }
+        #expect(LibinputRecording.looksLikeRecording(text))
+        #expect(Self.failure(text) == "YAML anchors (&) are not allowed in a libinput recording (line 4)")
+    }
+
+    @Test(
+        "anchors, aliases and block scalars are found where libyaml would see them",
+        arguments: [
+            ("devices: *x", "YAML aliases (*) are not allowed in a libinput recording (line 1)"),
+            ("a: 1\ndevices:\n- *x\n", "YAML aliases (*) are not allowed in a libinput recording (line 3)"),
+            ("devices: [1,*x]", "YAML aliases (*) are not allowed in a libinput recording (line 1)"),
+            ("devices: {\"a\":*x}", "YAML aliases (*) are not allowed in a libinput recording (line 1)"),
+            ("devices: ['a'&x 1]", "YAML anchors (&) are not allowed in a libinput recording (line 1)"),
+            ("devices: !!seq &x []", "YAML anchors (&) are not allowed in a libinput recording (line 1)"),
+            ("# c\r&x a: 1", "YAML anchors (&) are not allowed in a libinput recording (line 2)"),
+            ("# c\u{2028}&x a: 1", "YAML anchors (&) are not allowed in a libinput recording (line 2)"),
+            ("\u{FEFF}&x a: 1", "YAML anchors (&) are not allowed in a libinput recording (line 1)"),
+            ("a: 'it''s'\nb: *x", "YAML aliases (*) are not allowed in a libinput recording (line 2)"),
+            ("a: \"q\\\"\" &x [1]", "YAML anchors (&) are not allowed in a libinput recording (line 1)"),
+            // The line may continue the plain scalar "foo" (then the quote is text and &x an anchor) or start a
+            // quoted one: libyaml decides by indentation, the scan takes both.
+            ("- k: foo\n  'x: &a' : 1", "YAML anchors (&) are not allowed in a libinput recording (line 2)"),
+            ("a: |\n  *x", "YAML block scalars (| and >) are not allowed in a libinput recording (line 1)"),
+            ("a: >-\n  text", "YAML block scalars (| and >) are not allowed in a libinput recording (line 1)"),
+            (String(repeating: "[", count: 33), "flow collections ([ ] and { }) nest deeper than 32 levels (line 1)"),
+            // Over-cautious: libyaml reads "&y" as more of the plain scalar "x" (the line is indented), but telling
+            // needs its indentation stack, so the scan takes it as an anchor too. libinput never writes such a line.
+            ("a: x\n  &y\n", "YAML anchors (&) are not allowed in a libinput recording (line 2)"),
+        ])
+    func found(_ text: String, _ message: String) {
+        #expect(LibinputRecording.yamlProblem(in: text) == LibinputRecording.Problem(message: message))
+    }
+
+    @Test(
+        "& and * in comments, quoted strings and the middle of plain scalars are text",
+        arguments: [
+            "a: AT&T *2 b*c # &x *y\n",
+            "name: \"Touch &x *y\"\nb: 'p &q *r'\n",
+            "a: \"multi\n  line &x\n  *y\"\nb: 'x\n *z'\n",
+            "- ID_MODEL=A&B\n- ID_X=foo *bar\n",
+            "a: 1 # *x\n# &y\n  # *z\n",
+            "k: [a, 'b*c', \"&d\"] # e\n",
+            "devices: {a:*x}\n",  // in a flow collection ":*" does not end the plain scalar "a:*x"
+        ])
+    func text(_ text: String) {
+        #expect(LibinputRecording.yamlProblem(in: text) == nil)
+    }
+
+    @Test("the golden recordings pass the check")
+    func goldenRecordings() throws {
+        for name in ["tap.yaml", "tap-single-touch.yaml"] {
+            let url = TestSupport.resourceDirectory("Golden").appendingPathComponent(name)
+            #expect(LibinputRecording.yamlProblem(in: try String(contentsOf: url, encoding: .utf8)) == nil)
+        }
+    }
+}
