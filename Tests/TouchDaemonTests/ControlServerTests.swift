@@ -444,6 +444,111 @@ struct ControlServerTests {
         #expect(refusedHarness.server.statistics.refused == 1)
         #expect(refusedHarness.logs.captured.contains { $0.contains("control client refused: unauthorized") })
     }
+
+    // MARK: - Hostile input: long lines in floods, backlogs
+
+    /// Four clients pipeline 64 KB lines of 32,000-element arrays while a fifth says hello and asks for the state:
+    /// the fifth gets every answer (once, a single such line took seconds to parse and starved it into its hello
+    /// timeout), and every flood line gets its own precise refusal.
+    @Test func aPoliteClientIsServedWhileFourFloodLongArrays() throws {
+        let harness = try Harness()
+        defer { harness.tearDown() }
+        let array = "[" + Array(repeating: "1", count: 32_000).joined(separator: ",") + "]\n"
+        #expect(array.utf8.count <= 65_536)
+        let batches = 2
+        let batch = 8
+        let results = FloodResults()
+        let path = harness.path
+        for flooder in 0..<4 {
+            Thread.detachNewThread {
+                guard let client = try? TestClient(path: path) else { return results.finish(flooder, answers: []) }
+                var answers: [JSONValue] = []
+                guard client.request(#"{"type":"hello","v":1,"id":0}"#)?["type"]?.stringValue == "hello" else {
+                    return results.finish(flooder, answers: [])
+                }
+                for _ in 0..<batches {
+                    // Eight lines at once (512 KB): the server takes them a bounded share per pass.
+                    guard client.sendBytes(Array(String(repeating: array, count: batch).utf8)) else { break }
+                    for _ in 0..<batch {
+                        guard let answer = client.readJSON() else { break }
+                        answers.append(answer)
+                    }
+                }
+                results.finish(flooder, answers: answers)
+            }
+        }
+        // The flood is on before the polite client starts.
+        #expect(eventually { harness.server.statistics.badRequests + harness.server.statistics.rateLimited >= 4 })
+        let polite = try harness.connect()
+        #expect(polite.request(#"{"type":"hello","v":1,"id":"polite"}"#)?["type"]?.stringValue == "hello")
+        for id in 1...10 {
+            let answer = polite.request(#"{"type":"state","id":\#(id)}"#)
+            #expect(answer?["id"] == .integer(Int64(id)))
+            #expect(answer?["result"]?["verb"]?.stringValue == "state")
+        }
+
+        #expect(eventually { results.finished == 4 })
+        for answers in results.answers {
+            #expect(answers.count == batches * batch)
+            for answer in answers {
+                // Each line is read and refused: an array is no request (bad_request), or, past the rate limit's
+                // burst, rate_limited. Never a timeout, never a dropped connection.
+                #expect(answer["id"] == .null)
+                let code = answer["error"]?["code"]?.stringValue
+                #expect(code == "bad_request" || code == "rate_limited", "\(answer.json)")
+                if code == "bad_request" {
+                    #expect(answer["error"]?["message"]?.stringValue == "a request must be a JSON object")
+                }
+            }
+        }
+        let statistics = harness.server.statistics
+        #expect(statistics.badRequests + statistics.rateLimited == 4 * batches * batch)
+        #expect(statistics.accepted == 5)
+        #expect(statistics.clients >= 1)
+        #expect(statistics.overflowed == 0)
+        #expect(!harness.logs.captured.contains { $0.contains("timed out") })
+    }
+
+    /// A backlog of lines sent at once is handled a bounded share per pass (`lineBudget` lines), in order, without
+    /// waiting in poll between the shares: all of it is answered, and it took at least that many passes.
+    @Test func aBacklogIsHandledInBoundedSharesPerPass() throws {
+        let harness = try Harness {
+            $0.requestBurst = 1_000
+            $0.requestsPerSecond = 1_000
+        }
+        defer { harness.tearDown() }
+        let client = try harness.connect()
+        #expect(client.request(#"{"type":"hello","v":1,"id":0}"#) != nil)
+        let count = 200
+        let before = harness.server.statistics.wakeups
+        // Server answers of its own (unknown_verb), so the input thread plays no part; 200 lines in one write.
+        client.send((1...count).map { #"{"type":"nope","id":\#($0)}"# + "\n" }.joined())
+        let answers = (1...count).compactMap { _ in client.readJSON() }
+        #expect(answers.map { $0["id"] } == (1...count).map { .integer(Int64($0)) })
+        #expect(answers.allSatisfy { $0["error"]?["code"]?.stringValue == "unknown_verb" })
+        let passes = harness.server.statistics.wakeups - before
+        #expect(passes >= count / ControlServerLoop.lineBudget, "\(passes)")
+        // And a line sent after it is still answered: nothing was left behind.
+        #expect(client.request(#"{"type":"state","id":"after"}"#)?["id"] == .string("after"))
+    }
+
+    /// Lines followed at once by the end of the connection are all handled, even those left for a later pass.
+    @Test func linesBeforeTheEndOfInputAreAllHandled() throws {
+        let harness = try Harness {
+            $0.requestBurst = 1_000
+            $0.requestsPerSecond = 1_000
+        }
+        defer { harness.tearDown() }
+        let client = try harness.connect()
+        #expect(client.request(#"{"type":"hello","v":1,"id":0}"#) != nil)
+        // 100 requests, then a last one without its newline, which is no request.
+        client.send((1...100).map { #"{"type":"nope","id":\#($0)}"# + "\n" }.joined() + #"{"type":"nope","id":101}"#)
+        shutdown(client.socket, Int32(SHUT_WR))
+        let (lines, closed) = client.readUntilClosed()
+        #expect(closed)
+        let ids = lines.compactMap { try? JSONValue.parse(Array($0.utf8)) }.map { $0["id"] }
+        #expect(ids == (1...100).map { .integer(Int64($0)) })
+    }
 }
 
 /// The child side of `runningOutOfDescriptorsPausesAcceptingWithoutSpinning`; does nothing in a normal run.
@@ -739,6 +844,18 @@ private final class FakeInput: Sendable {
             return [.response(client: client, id: request.id, result: #"{"verb":"\#(verb)"}"#)]
         }
     }
+}
+
+/// What the flooding clients of `aPoliteClientIsServedWhileFourFloodLongArrays` received, from their threads.
+private final class FloodResults: Sendable {
+    private let state = Mutex<[Int: [JSONValue]]>([:])
+
+    func finish(_ flooder: Int, answers: [JSONValue]) {
+        state.withLock { $0[flooder] = answers }
+    }
+
+    var finished: Int { state.withLock { $0.count } }
+    var answers: [[JSONValue]] { state.withLock { state in state.keys.sorted().map { state[$0]! } } }
 }
 
 /// A blocking client socket with a 10-second receive timeout.

@@ -131,6 +131,78 @@ struct JSONValueTests {
         #expect(failure("\"\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\"", limits: limits) != nil)
     }
 
+    // MARK: - Linear work (hostile input: a 64 KB line of 32,000 elements)
+
+    /// The parser's work (`JSONValue.parse(_:limits:work:)`) for `text`, checking that it parses.
+    private func work(_ text: String) throws -> Int {
+        var work = 0
+        _ = try JSONValue.parse(Array(text.utf8), limits: .standard, work: &work)
+        return work
+    }
+
+    @Test func parsesA32000ElementArrayInLinearWork() throws {
+        let text = "[" + Array(repeating: "1", count: 32_000).joined(separator: ",") + "]"
+        #expect(text.utf8.count < 65_536)
+        var work = 0
+        let value = try JSONValue.parse(Array(text.utf8), work: &work)
+        #expect(value.arrayValue?.count == 32_000)
+        #expect(value.arrayValue?.allSatisfy { $0 == .integer(1) } == true)
+        // The bytes once, each element moved once, and the storage's growth (doubling: under 2 moves an element).
+        // Copying the array on every append, as the parser once did, is 32,000²/2 = 5·10⁸ moves.
+        #expect(work < text.utf8.count + 4 * 32_000, "\(work)")
+    }
+
+    /// Twice the elements, about twice the work, for every shape a container can take: what was quadratic (arrays,
+    /// objects, their key sets, nested containers, many strings) shows as 4× here.
+    @Test func workGrowsLinearlyWithTheInput() throws {
+        let shapes: [(String, (Int) -> String)] = [
+            ("array", { count in "[" + Array(repeating: "1", count: count).joined(separator: ",") + "]" }),
+            (
+                "object",
+                { count in "{" + (0..<count).map { #""k\#($0)":1"# }.joined(separator: ",") + "}" }
+            ),
+            ("arrays", { count in "[" + Array(repeating: "[1,[2]]", count: count).joined(separator: ",") + "]" }),
+            (
+                "objects",
+                { count in "[" + Array(repeating: #"{"a":{"b":[]}}"#, count: count).joined(separator: ",") + "]" }
+            ),
+            ("strings", { count in "[" + Array(repeating: #""é\u00e9x""#, count: count).joined(separator: ",") + "]" }),
+            (
+                "deep",
+                { count in
+                    String(repeating: "[", count: 31) + Array(repeating: "0", count: count).joined(separator: ",")
+                        + String(repeating: "]", count: 31)
+                }
+            ),
+        ]
+        for (name, make) in shapes {
+            let small = try work(make(4_000))
+            let large = try work(make(8_000))
+            let ratio = Double(large) / Double(small)
+            #expect(ratio > 1.8 && ratio < 2.2, "\(name): \(small) then \(large)")
+            // And proportional to the text: a small constant per byte.
+            #expect(large < 4 * make(8_000).utf8.count, "\(name): \(large)")
+        }
+    }
+
+    @Test func theLimitsStillHoldOnLongLines() throws {
+        // 64 KiB worth of each: refused with the same precise errors as a short line.
+        let longString = "[\"" + String(repeating: "a", count: 4_097) + "\"]"
+        #expect(failure(longString)?.message == "string longer than 4096 bytes")
+        let many = "[" + Array(repeating: "1e999", count: 10_000).joined(separator: ",") + "]"
+        #expect(failure(many) == JSONValue.ParseError(message: "number out of range", offset: 1))
+        // Long numbers cost their length once: 65,000 digits read to a Double, or refused when they are infinite.
+        #expect(try parse("0." + String(repeating: "9", count: 65_000)) == .double(1))
+        let digits = String(repeating: "9", count: 65_000)
+        #expect(failure(digits) == JSONValue.ParseError(message: "number out of range", offset: 0))
+        let duplicate = "{" + (0..<5_000).map { #""k\#($0)":1"# }.joined(separator: ",") + #","k17":2}"#
+        #expect(failure(duplicate)?.message == #"duplicate member name "k17""#)
+        let deep =
+            "[" + Array(repeating: "1", count: 20_000).joined(separator: ",") + ","
+            + String(repeating: "[", count: 32) + String(repeating: "]", count: 33)
+        #expect(failure(deep)?.message == "nesting deeper than 32 levels")
+    }
+
     @Test func encodesCompactJSONThatReadsBack() throws {
         let value = JSONValue.object([
             ("s", .string("a\"b\\c\n\u{1}é")), ("i", .integer(-3)), ("d", .double(2)), ("e", .double(1e300)),

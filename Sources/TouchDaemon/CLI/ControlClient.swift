@@ -2,6 +2,11 @@ import Glibc
 
 /// `touchd ctl`'s connection to the control socket: blocking, one request at a time, every wait bounded by a
 /// timeout (except a subscription's stream, which waits as long as it runs).
+///
+/// It trusts the daemon no more than the daemon trusts it: a reply that breaks the protocol (not JSON, a response
+/// to another request, a line over `maxLineBytes`) ends the exchange with `.protocolError` (exit 76) naming what
+/// came, at once; memory stays within one line's limit and one read; `timeout` bounds the whole answer to a
+/// request, however slowly or endlessly the daemon writes.
 final class ControlClient {
     /// Why the exchange stopped; each maps to an exit status.
     enum Failure: Error, CustomStringConvertible {
@@ -40,8 +45,18 @@ final class ControlClient {
         var value: JSONValue
     }
 
+    /// The longest line taken from the daemon, newline excluded. The daemon's own lines are bounded by its queue
+    /// (256 KiB, docs/control-socket.md "Limits"): this leaves room and still refuses an endless line quickly.
+    static let maxLineBytes = 1 << 20
+
     private let descriptor: Int32
+    /// Bytes received and not yet returned: complete lines from `bufferStart`, then the start of the next one.
     private var buffer: [UInt8] = []
+    /// Where the next line starts in `buffer`; the bytes before it were returned and go at the next read.
+    private var bufferStart = 0
+    /// How far `buffer` was searched for a newline (none before it, from `bufferStart`): no byte is searched twice.
+    private var scanned = 0
+    private var chunk = [UInt8](repeating: 0, count: 65_536)
     /// Microseconds each read or write may wait; nil for no limit.
     var timeout: UInt64?
     private var nextID: Int64 = 1
@@ -73,11 +88,24 @@ final class ControlClient {
     /// Says hello and returns the server's hello line.
     func hello() throws(Failure) -> Line {
         let id = takeID()
+        let deadline = answerDeadline()
         try send("{\"type\":\"hello\",\"v\":1,\"id\":\(id)}")
         while true {
-            let line = try readLine()
-            if line.value["type"]?.stringValue == "hello" { return line }
-            if line.value["type"]?.stringValue == "response", let error = Self.error(of: line) { throw error }
+            let line = try readLine(deadline: deadline)
+            switch try Self.type(of: line) {
+            case "hello":
+                guard line.value["id"]?.int64Value == id else {
+                    throw .protocolError("a hello for another id (ours was \(id)): \(Self.excerpt(line.text))")
+                }
+                return line
+            case "response":
+                try Self.checkResponse(line, id: id)
+                // A response to our hello is always a refusal (a hello is answered with a hello).
+                throw Self.error(of: line)
+                    ?? .protocolError("a response to hello that is not a refusal: \(Self.excerpt(line.text))")
+            default:
+                continue
+            }
         }
     }
 
@@ -92,56 +120,81 @@ final class ControlClient {
         text += ",\"id\":\(id)"
         if !members.isEmpty { text += "," + members }
         text += "}"
+        let deadline = answerDeadline()
         try send(text)
         while true {
-            let line = try readLine()
-            guard line.value["type"]?.stringValue == "response", line.value["id"]?.int64Value == id else {
-                if line.value["type"]?.stringValue == "response", let error = Self.error(of: line) { throw error }
+            let line = try readLine(deadline: deadline)
+            guard try Self.type(of: line) == "response" else {
                 try other(line)
                 continue
             }
+            try Self.checkResponse(line, id: id)
             if let error = Self.error(of: line) { throw error }
             guard line.value["ok"]?.boolValue == true else {
-                throw .protocolError("a response with neither ok nor an error: \(line.text)")
+                throw .protocolError("a response with neither ok nor an error: \(Self.excerpt(line.text))")
             }
             return line
         }
     }
 
-    /// The next line from the server.
-    func readLine() throws(Failure) -> Line {
+    /// The next line from the server, by `deadline` (microseconds, `monotonicMicroseconds()`) when there is one,
+    /// else each wait bounded by `timeout`.
+    func readLine(deadline: UInt64? = nil) throws(Failure) -> Line {
         while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let bytes = Array(buffer[..<newline])
-                buffer.removeSubrange(...newline)
+            if let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
+                let bytes = buffer[bufferStart..<newline]
+                bufferStart = newline + 1
+                scanned = bufferStart
+                guard bytes.count <= Self.maxLineBytes else { throw Self.tooLong(bytes) }
                 let text = String(decoding: bytes, as: UTF8.self)
                 do {
                     return Line(text: text, value: try JSONValue.parse(bytes))
                 } catch {
-                    throw .protocolError("\(error) in \(text.prefix(200))")
+                    throw .protocolError("a line that is not valid JSON (\(error)): \(Self.excerpt(text))")
                 }
             }
-            guard buffer.count <= 16 << 20 else { throw .protocolError("a line of more than 16 MiB") }
-            try wait(for: Int16(POLLIN))
-            var chunk = [UInt8](repeating: 0, count: 65_536)
+            scanned = buffer.count
+            // Refused as soon as it passes the limit: never more than the limit and one read are held.
+            guard buffer.count - bufferStart <= Self.maxLineBytes else { throw Self.tooLong(buffer[bufferStart...]) }
+            try wait(for: Int16(POLLIN), deadline: deadline)
             let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw .lost(UnixSocket.describe(errno))
             }
             if count == 0 {
-                throw .lost(buffer.isEmpty ? "touchd closed the connection" : "touchd closed the connection mid-line")
+                throw .lost(
+                    buffer.count == bufferStart
+                        ? "touchd closed the connection" : "touchd closed the connection mid-line")
+            }
+            // The lines already returned go now: what moves is at most the start of one line.
+            if bufferStart > 0 {
+                buffer.removeFirst(bufferStart)
+                scanned -= bufferStart
+                bufferStart = 0
             }
             buffer.append(contentsOf: chunk[..<count])
         }
+    }
+
+    /// The refusal of a line over `maxLineBytes`, quoting its start.
+    private static func tooLong(_ bytes: ArraySlice<UInt8>) -> Failure {
+        .protocolError(
+            "a line longer than \(maxLineBytes) bytes: \(excerpt(String(decoding: bytes.prefix(200), as: UTF8.self)))")
+    }
+
+    /// The deadline for an answer: `timeout` from now, or none.
+    private func answerDeadline() -> UInt64? {
+        timeout.map { monotonicMicroseconds().saturatingSum($0) }
     }
 
     private func send(_ text: String) throws(Failure) {
         var bytes = Array(text.utf8)
         bytes.append(UInt8(ascii: "\n"))
         var offset = 0
+        let deadline = answerDeadline()
         while offset < bytes.count {
-            try wait(for: Int16(POLLOUT))
+            try wait(for: Int16(POLLOUT), deadline: deadline)
             let sent = bytes[offset...].withUnsafeBytes {
                 Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
             }
@@ -153,21 +206,58 @@ final class ControlClient {
         }
     }
 
-    /// Waits until the socket is ready for `events`, at most `timeout`.
-    private func wait(for events: Int16) throws(Failure) {
+    /// Waits until the socket is ready for `events`, until `deadline` if there is one, else at most `timeout`.
+    private func wait(for events: Int16, deadline: UInt64?) throws(Failure) {
         var descriptors = [pollfd(fd: descriptor, events: events, revents: 0)]
-        let milliseconds = timeout.map { Int32(clamping: ($0 + 999) / 1000) } ?? -1
         while true {
+            let microseconds =
+                deadline.map { $0 > monotonicMicroseconds() ? $0 - monotonicMicroseconds() : 0 } ?? timeout
+            let milliseconds = microseconds.map { Int32(clamping: ($0 + 999) / 1000) } ?? -1
             let ready = poll(&descriptors, 1, milliseconds)
             if ready > 0 { return }
-            if ready == 0 { throw .lost("no answer within \((timeout ?? 0) / 1_000_000) s") }
+            if ready == 0 { throw .lost("no answer within \(Self.seconds(timeout ?? 0)) s") }
             if errno != EINTR { throw .lost(UnixSocket.describe(errno)) }
         }
+    }
+
+    /// Microseconds as seconds for a message: `5`, `0.5`.
+    private static func seconds(_ microseconds: UInt64) -> String {
+        microseconds % 1_000_000 == 0 ? "\(microseconds / 1_000_000)" : "\(Double(microseconds) / 1_000_000)"
     }
 
     private func takeID() -> Int64 {
         defer { nextID &+= 1 }
         return nextID
+    }
+
+    /// A line's `type`; a line that is not an object with a string `type` is no line of the protocol.
+    private static func type(of line: Line) throws(Failure) -> String {
+        guard let type = line.value["type"]?.stringValue else {
+            throw .protocolError("a line without a \"type\": \(excerpt(line.text))")
+        }
+        return type
+    }
+
+    /// Checks that a response answers request `id`: it echoes it, or says `null` for a request the server could not
+    /// read (then it must be a refusal). Only one request is ever outstanding, so any other id is the daemon's
+    /// mistake, never an answer to wait past.
+    private static func checkResponse(_ line: Line, id: Int64) throws(Failure) {
+        switch line.value["id"] {
+        case .integer(id)?:
+            return
+        case .null? where line.value["ok"]?.boolValue == false:
+            return
+        default:
+            throw .protocolError("a response to another request (ours was id \(id)): \(excerpt(line.text))")
+        }
+    }
+
+    /// What the daemon sent, for a message: the first 200 characters, as a JSON string (so control characters and
+    /// escape sequences are shown, never sent to the terminal).
+    static func excerpt(_ text: String) -> String {
+        var quoted = ""
+        JSONLine.appendString(text.count > 200 ? String(text.prefix(200)) + "…" : text, to: &quoted)
+        return quoted
     }
 
     /// The refusal a response carries, if it is one.

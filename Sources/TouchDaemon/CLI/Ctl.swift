@@ -9,7 +9,8 @@ struct Ctl: ParsableCommand {
         discussion: """
             Human-readable output by default; --json prints the server's lines as received, for scripts. Exit \
             status: 0 done, 1 touchd refused the request (its error code and message on stderr), 69 cannot \
-            connect or the connection was lost, 76 touchd's answer was not understood.
+            connect or the connection was lost (or touchd did not answer within --timeout), 76 touchd's answer \
+            broke the protocol (not JSON, a response to another request, a line over 1 MiB).
             """,
         subcommands: [
             CtlState.self, CtlStats.self, CtlEnable.self, CtlDisable.self, CtlSet.self, CtlSend.self, CtlScreen.self,
@@ -26,7 +27,7 @@ struct CtlOptions: ParsableArguments {
     @Flag(help: "Print the server's JSON lines as received.")
     var json = false
 
-    @Option(help: ArgumentHelp("Seconds to wait for touchd's answer.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds to wait for touchd's whole answer.", valueName: "seconds"))
     var timeout: Double = 5
 
     func validate() throws {

@@ -27,8 +27,17 @@ final class ControlConnection {
     let acceptedAt: UInt64
 
     var phase = Phase.greeting
-    /// The start of a line whose newline has not come yet.
-    var input: [UInt8] = []
+    /// Bytes read and not handled yet: complete lines waiting for their turn (each pass handles a bounded share of
+    /// them, see `ControlServerLoop.lineBudget`), then the start of a line whose newline has not come yet. Reading
+    /// waits while a complete line is here, so it holds at most one line and one read's worth.
+    private(set) var input: [UInt8] = []
+    /// Where the next line starts in `input`; the bytes before it are handled and dropped at the next read.
+    private(set) var inputStart = 0
+    /// How far `input` was searched for a newline, so that no byte is searched twice (a line that comes a byte at a
+    /// time costs its length, not its length squared).
+    private var inputScanned = 0
+    /// The next line's newline in `input`, once found.
+    private var newline: Int?
     var outbox: ControlOutbox
     var replies: [Reply] = []
     /// Entries of `replies` that are `.awaiting`.
@@ -67,10 +76,76 @@ final class ControlConnection {
         return false
     }
 
-    /// Whether to poll for input: not while closing or after the peer's end of input, and not while many answers
-    /// are still to come (the peer waits for them before sending more, or is flooding).
-    func wantsInput(maxPending: Int) -> Bool {
-        !isClosing && !inputEnded && replies.count < maxPending * 2
+    /// Whether to poll for input: not while closing or after the peer's end of input, not while many answers are
+    /// still to come (the peer waits for them before sending more, or is flooding), and not while lines read earlier
+    /// wait to be handled (so what one connection holds stays bounded).
+    func wantsInput(maxPending: Int, maxLineBytes: Int) -> Bool {
+        !isClosing && !inputEnded && replies.count < maxPending * 2 && !hasPendingInput(maxLineBytes: maxLineBytes)
+    }
+
+    /// Whether `input` holds something to handle now: a complete line, or the start of one already too long.
+    func hasPendingInput(maxLineBytes: Int) -> Bool {
+        !isClosing && (findNewline() != nil || input.count - inputStart >= maxLineBytes)
+    }
+
+    /// Adds bytes just read, first dropping the lines already handled (at most one line's worth is left to move).
+    func appendInput(_ bytes: ArraySlice<UInt8>) {
+        if inputStart > 0 {
+            input.removeFirst(inputStart)
+            inputScanned -= inputStart
+            newline = newline.map { $0 - inputStart }
+            inputStart = 0
+        }
+        input.append(contentsOf: bytes)
+    }
+
+    /// The next complete line, without its newline, when it is shorter than `maxLineBytes` (newline excluded);
+    /// `.tooLong` when it or the incomplete line is not; `.none` when its newline has not come yet. A returned line
+    /// is consumed; the slice shares `input`'s storage, so use it before the next `appendInput`.
+    func nextLine(maxLineBytes: Int) -> NextLine {
+        guard let end = findNewline() else {
+            return input.count - inputStart >= maxLineBytes ? .tooLong : .none
+        }
+        guard end - inputStart < maxLineBytes else { return .tooLong }
+        let line = input[inputStart..<end]
+        inputStart = end + 1
+        inputScanned = inputStart
+        newline = nil
+        return .line(line)
+    }
+
+    /// What `nextLine` found.
+    enum NextLine {
+        case line(ArraySlice<UInt8>)
+        case tooLong
+        case none
+    }
+
+    /// Forgets what was read (a connection that is closing reads no more).
+    func discardInput() {
+        input = []
+        inputStart = 0
+        inputScanned = 0
+        newline = nil
+    }
+
+    /// The peer's end of input: the complete lines still wait for their turn; an incomplete last line is dropped
+    /// (a request without its newline is not a request).
+    func discardIncompleteLine() {
+        guard let last = input[inputStart...].lastIndex(of: UInt8(ascii: "\n")) else {
+            discardInput()
+            return
+        }
+        input.removeSubrange((last + 1)...)
+        inputScanned = min(inputScanned, input.count)
+    }
+
+    /// Searches the bytes not searched yet for the next line's newline.
+    private func findNewline() -> Int? {
+        if let newline { return newline }
+        newline = input[max(inputScanned, inputStart)...].firstIndex(of: UInt8(ascii: "\n"))
+        inputScanned = newline ?? input.count
+        return newline
     }
 
     /// Takes one request token, refilling `requestsPerSecond` per second up to `burst`; false when none is left.

@@ -9,8 +9,12 @@ import Logging
 ///
 /// Per connection:
 ///
-/// - Reading stops while it is closing, after its end of input, and while 2 × `maxPendingRequests` answers are still
-///   to come; a line longer than `maxLineBytes` ends it with `line_too_long` (at most that much is ever buffered).
+/// - Reading stops while it is closing, after its end of input, while 2 × `maxPendingRequests` answers are still
+///   to come, and while lines it read earlier wait to be handled; a line longer than `maxLineBytes` ends it with
+///   `line_too_long` (at most that much and one read's worth is ever buffered).
+/// - Each pass handles at most `lineBudget` lines per connection, and stops once `lineByteBudget` bytes of lines are
+///   handled; the rest wait, buffered, for the next pass, which then polls without waiting. So a client flooding
+///   long lines holds the thread for one bounded share per pass, and every other client is served in between.
 /// - Answers go out in request order: the server's own answers wait behind forwarded requests that came before
 ///   them.
 /// - A line that does not fit its queue is dropped; the connection gets the `overflow` marker (beyond the bound, and
@@ -43,6 +47,10 @@ final class ControlServerLoop {
     static let acceptBudget = 16
     /// Bytes read from one connection per pass.
     static let readBudget = 65_536
+    /// Lines handled for one connection per pass.
+    static let lineBudget = 32
+    /// Bytes of lines after which a pass handles no more lines of that connection (so at most this plus one line).
+    static let lineByteBudget = 65_536
     /// Bytes written to one connection per pass.
     static let writeBudget = 262_144
 
@@ -99,6 +107,10 @@ final class ControlServerLoop {
             if case .stopping(let deadline) = phase, !stopping { beginShutdown(now: now, deadline: deadline) }
             apply(messages, now: now)
             expire(now: now)
+            for connection in Array(clients.values)
+            where connection.hasPendingInput(maxLineBytes: settings.maxLineBytes) {
+                handleInput(connection, now: now)
+            }
             writeAgain = false
             for connection in Array(clients.values) { flush(connection, now: now) }
             core.publish(notes)
@@ -280,14 +292,18 @@ final class ControlServerLoop {
         pollSet.append(pollfd(fd: pollListener ? listener.fileDescriptor : -1, events: Int16(POLLIN), revents: 0))
         for connection in clients.values {
             var events: Int32 = 0
-            if connection.wantsInput(maxPending: settings.maxPendingRequests) { events |= Int32(POLLIN) }
+            if connection.wantsInput(maxPending: settings.maxPendingRequests, maxLineBytes: settings.maxLineBytes) {
+                events |= Int32(POLLIN)
+            }
             if connection.writeBlocked { events |= Int32(POLLOUT) }
             // Polled even with no events: POLLHUP and POLLERR always report a peer that is gone.
             pollSet.append(pollfd(fd: connection.socket, events: Int16(events), revents: 0))
             polled.append(connection)
         }
 
-        let timeout = writeAgain || readAgain ? 0 : pollTimeout(until: nextDeadline(), now: now)
+        // Lines left for the next pass are work to do now, not a reason to wait.
+        let inputWaits = clients.values.contains { $0.hasPendingInput(maxLineBytes: settings.maxLineBytes) }
+        let timeout = writeAgain || readAgain || inputWaits ? 0 : pollTimeout(until: nextDeadline(), now: now)
         readAgain = false
         let ready = pollOnce(
             &pollSet, timeout: timeout, now: now, failures: &pollFailureLog, logger: logger, what: "control socket")
@@ -318,8 +334,11 @@ final class ControlServerLoop {
             close(
                 connection,
                 reason: error == 0 ? "connection failed" : "connection failed: \(UnixSocket.describe(error))")
-        } else if events & Int32(POLLHUP) != 0 && events & Int32(POLLIN) == 0 {
-            // Gone, and nothing left to read (with POLLIN, reading finds the end of input first).
+        } else if events & Int32(POLLHUP) != 0 && events & Int32(POLLIN) == 0
+            && !connection.hasPendingInput(maxLineBytes: settings.maxLineBytes)
+        {
+            // Gone, and nothing left to read (with POLLIN, reading finds the end of input first; lines read but not
+            // handled yet are handled first, and then reading finds it).
             close(connection, reason: "the peer closed the connection")
         }
     }
@@ -480,14 +499,17 @@ final class ControlServerLoop {
 
     // MARK: - Reading
 
+    /// Reads until a complete line is buffered (the next pass handles it), the budget is spent or the socket is
+    /// empty. Lines are not handled here: `handleInput` does, within its budget.
     private func read(_ connection: ControlConnection, now: UInt64) {
         var total = 0
-        while total < Self.readBudget, connection.wantsInput(maxPending: settings.maxPendingRequests) {
+        while total < Self.readBudget,
+            connection.wantsInput(maxPending: settings.maxPendingRequests, maxLineBytes: settings.maxLineBytes)
+        {
             let received = receive(connection, now: now)
             if received > 0 {
                 total += received
-                consume(connection, count: received, now: now)
-                guard clients[connection.id] === connection else { return }
+                connection.appendInput(scratch[..<received])
                 continue
             }
             if received == 0 {
@@ -565,38 +587,29 @@ final class ControlServerLoop {
         logger.warning("control client sent file descriptors; closed them unread", metadata: metadata)
     }
 
-    /// Splits `scratch[..<count]` into lines and handles each complete one.
-    private func consume(_ connection: ControlConnection, count: Int, now: UInt64) {
-        var start = 0
-        while start < count {
-            guard !connection.isClosing else { return }
-            guard let newline = scratch[start..<count].firstIndex(of: UInt8(ascii: "\n")) else {
-                // The rest of a line: it must leave room for its newline.
-                guard connection.input.count + (count - start) < settings.maxLineBytes else {
-                    lineTooLong(connection, now: now)
-                    return
-                }
-                connection.input.append(contentsOf: scratch[start..<count])
+    /// Handles the connection's buffered lines, up to `lineBudget` lines or until `lineByteBudget` bytes are handled;
+    /// the rest wait for the next pass.
+    private func handleInput(_ connection: ControlConnection, now: UInt64) {
+        var lines = 0
+        var bytes = 0
+        while lines < Self.lineBudget, !connection.isClosing {
+            switch connection.nextLine(maxLineBytes: settings.maxLineBytes) {
+            case .none:
                 return
-            }
-            guard connection.input.count + (newline - start) < settings.maxLineBytes else {
+            case .tooLong:
                 lineTooLong(connection, now: now)
                 return
-            }
-            if connection.input.isEmpty {
-                handleLine(connection, Array(scratch[start..<newline]), now: now)
-            } else {
-                connection.input.append(contentsOf: scratch[start..<newline])
-                let line = connection.input
-                connection.input = []
+            case .line(let line):
                 handleLine(connection, line, now: now)
+                lines += 1
+                bytes += line.count + 1
             }
-            start = newline + 1
+            guard bytes < Self.lineByteBudget else { return }
         }
     }
 
     private func lineTooLong(_ connection: ControlConnection, now: UInt64) {
-        connection.input = []
+        connection.discardInput()
         count { $0.badRequests.saturatingAdd(1) }
         finish(
             connection,
@@ -609,13 +622,13 @@ final class ControlServerLoop {
 
     private func endOfInput(_ connection: ControlConnection) {
         connection.inputEnded = true
-        connection.input = []
+        connection.discardIncompleteLine()
     }
 
     // MARK: - Requests
 
-    private func handleLine(_ connection: ControlConnection, _ bytes: [UInt8], now: UInt64) {
-        var line = bytes[...]
+    private func handleLine(_ connection: ControlConnection, _ bytes: ArraySlice<UInt8>, now: UInt64) {
+        var line = bytes
         if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
         guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return }
         connection.lastRequest = now
@@ -713,7 +726,9 @@ final class ControlServerLoop {
         guard connection.outbox.isEmpty else { return }
         if case .closing(_, let reason) = connection.phase {
             close(connection, reason: reason)
-        } else if connection.inputEnded && connection.replies.isEmpty {
+        } else if connection.inputEnded && connection.replies.isEmpty
+            && !connection.hasPendingInput(maxLineBytes: settings.maxLineBytes)
+        {
             close(connection, reason: "the peer ended its input")
         }
     }

@@ -146,28 +146,60 @@ enum JSONValue: Equatable, Sendable {
     static func parse(
         _ bytes: some Collection<UInt8>, limits: Limits = .standard
     ) throws(ParseError) -> JSONValue {
+        var work = 0
+        return try parse(bytes, limits: limits, work: &work)
+    }
+
+    /// `parse`, adding to `work` what it did: the bytes of the text, the bytes of every string it decoded, and every
+    /// element it moved into a container, counting the whole container again each time its storage was reallocated
+    /// or copied. The parser is linear when `work` is, which tests check by counting rather than timing (an array
+    /// copied on every append, as a copy-on-write array held in an enum is, shows as quadratic `work`).
+    static func parse(
+        _ bytes: some Collection<UInt8>, limits: Limits = .standard, work: inout Int
+    ) throws(ParseError) -> JSONValue {
         var parser = JSONParser(bytes: Array(bytes), limits: limits)
+        defer { work += parser.work }
         return try parser.parse()
     }
 }
 
 /// The parser's state: the text, the position and the stack of containers being filled.
+///
+/// Linear in the size of the text: every byte is looked at a bounded number of times (`position` only moves
+/// forward), and every value is moved once into its container, whose storage is mutated in place: a container is a
+/// `struct` field of `stack`'s last element, appended to through the subscript, so its storage stays uniquely
+/// referenced. (Taking it out into a local and putting it back, or matching it out of an enum, would share the
+/// storage for a moment and copy all of it on every append.)
 private struct JSONParser {
     /// An array or object that is open, with what it holds so far.
-    enum Container {
-        case array([JSONValue])
-        /// `key` is the member whose value is being parsed; `keys` tells duplicates apart.
-        case object(members: [(key: String, value: JSONValue)], keys: Set<String>, key: String)
+    struct Container {
+        enum Kind {
+            case array
+            case object
+        }
+
+        let kind: Kind
+        /// An array's items.
+        var items: [JSONValue] = []
+        /// An object's members so far.
+        var members: [(key: String, value: JSONValue)] = []
+        /// An object's member names so far, to refuse duplicates.
+        var keys: Set<String> = []
+        /// The object member whose value is being parsed.
+        var key = ""
     }
 
     let bytes: [UInt8]
     let limits: JSONValue.Limits
     var position = 0
     var stack: [Container] = []
+    /// See `JSONValue.parse(_:limits:work:)`.
+    var work = 0
 
     init(bytes: [UInt8], limits: JSONValue.Limits) {
         self.bytes = bytes
         self.limits = limits
+        work = bytes.count
     }
 
     mutating func parse() throws(JSONValue.ParseError) -> JSONValue {
@@ -183,8 +215,10 @@ private struct JSONParser {
                     position += 1
                     value = .object([])
                 } else {
-                    let key = try memberKey(existing: [])
-                    stack.append(.object(members: [], keys: [key], key: key))
+                    var container = Container(kind: .object)
+                    container.key = try memberKey(existing: container.keys)
+                    container.keys.insert(container.key)
+                    stack.append(container)
                     continue
                 }
             case UInt8(ascii: "["):
@@ -194,7 +228,7 @@ private struct JSONParser {
                     position += 1
                     value = .array([])
                 } else {
-                    stack.append(.array([]))
+                    stack.append(Container(kind: .array))
                     continue
                 }
             default:
@@ -203,38 +237,38 @@ private struct JSONParser {
 
             // A value ended: put it into its container, closing containers that end with it.
             while true {
-                guard let container = stack.popLast() else {
+                guard !stack.isEmpty else {
                     skipWhitespace()
                     guard position == bytes.count else { throw error("unexpected text after the JSON value") }
                     return value
                 }
+                let top = stack.count - 1
                 skipWhitespace()
-                switch container {
-                case .array(var items):
-                    items.append(value)
+                switch stack[top].kind {
+                case .array:
+                    Self.append(value, to: &stack[top].items, work: &work)
                     switch peek() {
                     case UInt8(ascii: ","):
                         position += 1
-                        stack.append(.array(items))
                     case UInt8(ascii: "]"):
                         position += 1
-                        value = .array(items)
+                        value = .array(stack.removeLast().items)
                         continue
                     default:
                         throw error("expected ',' or ']' in an array")
                     }
-                case .object(var members, var keys, let key):
-                    members.append((key, value))
+                case .object:
+                    Self.append((stack[top].key, value), to: &stack[top].members, work: &work)
                     switch peek() {
                     case UInt8(ascii: ","):
                         position += 1
                         skipWhitespace()
-                        let next = try memberKey(existing: keys)
-                        keys.insert(next)
-                        stack.append(.object(members: members, keys: keys, key: next))
+                        let next = try memberKey(existing: stack[top].keys)
+                        stack[top].keys.insert(next)
+                        stack[top].key = next
                     case UInt8(ascii: "}"):
                         position += 1
-                        value = .object(members)
+                        value = .object(stack.removeLast().members)
                         continue
                     default:
                         throw error("expected ',' or '}' in an object")
@@ -243,6 +277,16 @@ private struct JSONParser {
                 break
             }
         }
+    }
+
+    /// Appends `element` to `items` in place, counting the elements moved: one, or all of them when the storage
+    /// moved (grown, which doubling keeps linear in total, or copied because it was shared, which is the bug this
+    /// counts).
+    private static func append<Element>(_ element: Element, to items: inout [Element], work: inout Int) {
+        let before = items.withUnsafeBufferPointer { $0.baseAddress }
+        items.append(element)
+        let after = items.withUnsafeBufferPointer { $0.baseAddress }
+        work += before == after ? 1 : items.count
     }
 
     /// Steps over `{` or `[`, refusing one container too many.
@@ -335,6 +379,7 @@ private struct JSONParser {
             switch byte {
             case UInt8(ascii: "\""):
                 position += 1
+                work += decoded.count
                 return String(decoding: decoded, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 try escape(into: &decoded)
