@@ -163,12 +163,12 @@ struct RecordingHardeningTests {
             ])
     }
 
-    @Test("a recording over 64 MiB, or with too many devices, is refused naming the limit")
+    @Test("a recording over 16 MiB, or with too many devices, is refused naming the limit")
     func limits() {
         let big = String(repeating: "#", count: LibinputRecording.maximumSize + 1)
         #expect(
             Self.failure(big)
-                == "the recording is 67108865 bytes; a libinput recording may be at most 64 MiB (67108864 bytes)")
+                == "the recording is 16777217 bytes; a libinput recording may be at most 16 MiB (16777216 bytes)")
         let devices = Array(repeating: "- {}\n", count: LibinputRecording.maximumDevices + 1).joined()
         #expect(
             Self.failure("version: 1\nlibinput: {}\ndevices:\n" + devices)

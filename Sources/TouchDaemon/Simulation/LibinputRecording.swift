@@ -10,11 +10,12 @@ enum LibinputRecording {
         var message: String
     }
 
-    /// The largest recording read (64 MiB): Yams builds a tree of the whole file, many times its size.
-    static let maximumSize = 64 << 20
+    /// The largest recording read (16 MiB, about ten minutes of busy touching): Yams builds a tree of the whole file
+    /// at about 50 times its size, so this keeps simulate under about 800 MB.
+    static let maximumSize = 16 << 20
     /// The most devices a recording may list (`libinput record --all` on a laptop lists a few dozen).
     static let maximumDevices = 64
-    /// The most evdev events a recording may hold, all devices together (a 64 MiB file holds about 1.5 million).
+    /// The most evdev events a recording may hold, all devices together (a 16 MiB file holds about 375,000).
     static let maximumEvents = 4_000_000
     /// The most slots used per device, as libinput tracks them; slots beyond this or the device's ABS_MT_SLOT range
     /// are ignored, as libevdev ignores them. Also keeps contact numbers (`index × 1000 + slot`) apart.
@@ -56,7 +57,7 @@ enum LibinputRecording {
             return .failure(
                 Problem(
                     message: "the recording is \(text.utf8.count) bytes; a libinput recording may be at most "
-                        + "64 MiB (\(maximumSize) bytes)"))
+                        + "16 MiB (\(maximumSize) bytes)"))
         }
         // Before Yams: it expands aliases while it builds its tree, so they must be refused unexpanded.
         if let problem = yamlProblem(in: text) { return .failure(problem) }
