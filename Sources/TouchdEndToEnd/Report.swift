@@ -13,6 +13,8 @@ enum Check: String, CaseIterable {
     case unplugStatus = "unplug-status"
     case replugWorks = "replug-works"
     case singleTouchDevice = "single-touch-device"
+    case protocolADevice = "protocol-a-device"
+    case unusableTouchscreen = "unusable-touchscreen-status"
     case reloadBrokenKept = "reload-broken-kept"
     case oldConfigStillWorks = "old-config-still-works"
     case reloadOK = "reload-ok"

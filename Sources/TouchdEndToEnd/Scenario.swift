@@ -59,6 +59,8 @@ final class Scenario {
             try unplugMidTouch()
             try replug()
             try singleTouchScreen()
+            try protocolAScreen()
+            try unusableTouchscreen()
             try reloadBroken()
             try reloadValid()
             try measureLatency()
@@ -318,11 +320,20 @@ final class Scenario {
     /// touchd reports two touchscreens, a tap on the single-touch one works like any other, and unplugging it leaves
     /// one.
     func singleTouchScreen() throws(Abort) {
+        try secondScreen(.singleTouch, name: "touchd-e2e single-touch screen", check: .singleTouchDevice)
+    }
+
+    /// The same with a protocol-A screen (fault-cases.md D9): ABS_MT positions without slots, which libinput reads
+    /// through mtdev.
+    func protocolAScreen() throws(Abort) {
+        try secondScreen(.protocolA, name: "touchd-e2e protocol-A screen", check: .protocolADevice)
+    }
+
+    private func secondScreen(_ kind: VirtualTouchscreen.Kind, name: String, check: Check) throws(Abort) {
         var failures: [String] = []
         let plugged = notify.inbox.count
-        let name = "touchd-e2e single-touch screen"
         let single = try attempt { () throws(DriverError) in
-            try VirtualTouchscreen(name: name, verbose: options.verbose, singleTouch: true)
+            try VirtualTouchscreen(name: name, verbose: options.verbose, kind: kind)
         }
         let seen = waitNotify(from: plugged, until: monotonicNow() + Limits.readiness) {
             $0.value("STATUS")?.hasPrefix("2 touchscreens") == true
@@ -341,7 +352,7 @@ final class Scenario {
             device = multitouch
             if let failure = outcome.verdict(Expectation.tap(outcome.messages, control: "a", fields: Self.firstFields))
             {
-                failures.append("tap on the single-touch screen: \(failure)")
+                failures.append("tap on '\(name)': \(failure)")
             }
         } else {
             failures.append(
@@ -356,7 +367,40 @@ final class Scenario {
         if left == nil {
             failures.append("after unplugging '\(name)', STATUS values: \(statuses(from: unplugged))")
         }
-        report.record(.singleTouchDevice, failures.isEmpty ? nil : failures.joined(separator: "; "))
+        report.record(check, failures.isEmpty ? nil : failures.joined(separator: "; "))
+        try alive()
+    }
+
+    /// A screen that udev tags as a touchscreen but libinput refuses (its X axes have minimum == maximum;
+    /// fault-cases.md D12): the status names it as not usable while it is plugged in, and drops it once unplugged;
+    /// the touchscreen in use is unaffected.
+    func unusableTouchscreen() throws(Abort) {
+        var failures: [String] = []
+        let plugged = notify.inbox.count
+        let name = "touchd-e2e broken axes"
+        let broken = try attempt { () throws(DriverError) in
+            try VirtualTouchscreen(name: name, verbose: options.verbose, kind: .brokenAxes)
+        }
+        let seen = waitNotify(from: plugged, until: monotonicNow() + Limits.readiness) {
+            $0.value("STATUS")?.contains("not usable: \(name) (event") == true
+        }
+        if let status = seen?.value("STATUS") {
+            if !status.hasPrefix("1 touchscreen: ") { failures.append("the touchscreen in use should stay: \(status)") }
+        } else {
+            failures.append(
+                "expected a STATUS with 'not usable: \(name)' within \(seconds(Limits.readiness)) of creating it, "
+                    + "STATUS values since: \(statuses(from: plugged))\(exitNote)")
+        }
+        let unplugged = notify.inbox.count
+        broken.destroy()
+        let left = waitNotify(from: unplugged, until: monotonicNow() + Limits.readiness) {
+            guard let status = $0.value("STATUS") else { return false }
+            return status.hasPrefix("1 touchscreen") && !status.contains("not usable")
+        }
+        if left == nil {
+            failures.append("after unplugging '\(name)', STATUS values: \(statuses(from: unplugged))")
+        }
+        report.record(.unusableTouchscreen, failures.isEmpty ? nil : failures.joined(separator: "; "))
         try alive()
     }
 

@@ -27,8 +27,11 @@ struct FrameTiming: Sendable, Equatable {
 /// axis 0…9999 at 40 units/mm. The config declares a 1000×1000 output and libinput normalises a value v as
 /// v / (max − min + 1) = v / 10000, so output pixel p is device value p × 10.
 ///
-/// With `singleTouch`, a single-touch screen instead: BTN_TOUCH and ABS_X/Y only, no ABS_MT axes (libinput reports its
-/// contact with slot −1; touchd keys contacts by seat slot, so it must work the same). Only slot 0 is used then.
+/// Other kinds (``Kind``): a single-touch screen (BTN_TOUCH and ABS_X/Y only, no ABS_MT axes: libinput reports its
+/// contact with slot −1; touchd keys contacts by seat slot, so it must work the same; only slot 0 is used), a
+/// protocol-A screen (ABS_MT positions without slots or tracking ids, every contact sent again in each frame and
+/// ended by SYN_MT_REPORT: libinput reads it through mtdev; fault-cases.md D9), and a screen libinput refuses (its
+/// X axes have minimum == maximum, though udev still tags it as a touchscreen; fault-cases.md D12).
 ///
 /// Used from the scenario's thread only. Closing /dev/uinput (also when the process dies) removes the device, so a
 /// killed driver leaves no device behind.
@@ -37,18 +40,27 @@ final class VirtualTouchscreen {
     static let maximum: Int32 = 9999
     static let slots: Int32 = 10
 
+    enum Kind {
+        case multitouch
+        case singleTouch
+        case protocolA
+        case brokenAxes
+    }
+
     let name: String
     private var device: OpaquePointer?
     private var uinput: OpaquePointer?
     private var trackingIDs: [Int: Int32] = [:]
     private var nextTrackingID: Int32 = 1
+    /// Protocol A sends every contact in every frame: the last position of each.
+    private var positionsA: [Int: (Int32, Int32)] = [:]
     private let verbose: Bool
-    private let singleTouch: Bool
+    private let kind: Kind
 
-    init(name: String, verbose: Bool, singleTouch: Bool = false) throws(DriverError) {
+    init(name: String, verbose: Bool, kind: Kind = .multitouch) throws(DriverError) {
         self.name = name
         self.verbose = verbose
-        self.singleTouch = singleTouch
+        self.kind = kind
         guard let device = libevdev_new() else { throw DriverError("libevdev_new failed") }
         self.device = device
         libevdev_set_name(device, name)
@@ -62,13 +74,24 @@ final class VirtualTouchscreen {
         let position = input_absinfo(value: 0, minimum: 0, maximum: Self.maximum, fuzz: 0, flat: 0, resolution: 40)
         let slot = input_absinfo(value: 0, minimum: 0, maximum: Self.slots - 1, fuzz: 0, flat: 0, resolution: 0)
         let tracking = input_absinfo(value: 0, minimum: 0, maximum: 65535, fuzz: 0, flat: 0, resolution: 0)
-        let axes =
-            singleTouch
-            ? [(ABS_X, position), (ABS_Y, position)]
-            : [
+        let flat = input_absinfo(value: 0, minimum: 0, maximum: 0, fuzz: 0, flat: 0, resolution: 40)
+        let axes: [(Int32, input_absinfo)]
+        switch kind {
+        case .multitouch:
+            axes = [
                 (ABS_X, position), (ABS_Y, position), (ABS_MT_SLOT, slot),
                 (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, position), (ABS_MT_TRACKING_ID, tracking),
             ]
+        case .singleTouch:
+            axes = [(ABS_X, position), (ABS_Y, position)]
+        case .protocolA:
+            axes = [(ABS_X, position), (ABS_Y, position), (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, position)]
+        case .brokenAxes:
+            axes = [
+                (ABS_X, flat), (ABS_Y, position), (ABS_MT_SLOT, slot),
+                (ABS_MT_POSITION_X, flat), (ABS_MT_POSITION_Y, position), (ABS_MT_TRACKING_ID, tracking),
+            ]
+        }
         for (code, info) in axes {
             var info = info
             libevdev_enable_event_code(device, UInt32(EV_ABS), UInt32(code), &info)
@@ -97,7 +120,8 @@ final class VirtualTouchscreen {
     @discardableResult
     func write(_ changes: [TouchChange]) throws(DriverError) -> FrameTiming {
         guard uinput != nil else { throw DriverError("the uinput device '\(name)' was already destroyed") }
-        if singleTouch { return try writeSingleTouch(changes) }
+        if kind == .singleTouch { return try writeSingleTouch(changes) }
+        if kind == .protocolA { return try writeProtocolA(changes) }
         let activeBefore = trackingIDs.count
         var positions: [Int: (Int32, Int32)] = [:]
         for change in changes {
@@ -154,6 +178,38 @@ final class VirtualTouchscreen {
         return timing
     }
 
+    /// A protocol-A frame: every contact still down (position, SYN_MT_REPORT), or one empty SYN_MT_REPORT when none
+    /// is; BTN_TOUCH on the first down and the last up; the single-touch axes; then SYN_REPORT.
+    private func writeProtocolA(_ changes: [TouchChange]) throws(DriverError) -> FrameTiming {
+        let activeBefore = positionsA.count
+        for change in changes {
+            switch change {
+            case .down(let slot, let x, let y), .move(let slot, let x, let y):
+                positionsA[slot] = (Int32(x * Self.scale), Int32(y * Self.scale))
+            case .up(let slot):
+                positionsA[slot] = nil
+            }
+        }
+        for slot in positionsA.keys.sorted() {
+            let (x, y) = positionsA[slot]!
+            try emit(EV_ABS, ABS_MT_POSITION_X, x)
+            try emit(EV_ABS, ABS_MT_POSITION_Y, y)
+            try emit(EV_SYN, SYN_MT_REPORT, 0)
+        }
+        if positionsA.isEmpty { try emit(EV_SYN, SYN_MT_REPORT, 0) }
+        if activeBefore == 0, !positionsA.isEmpty { try emit(EV_KEY, BTN_TOUCH, 1) }
+        if activeBefore > 0, positionsA.isEmpty { try emit(EV_KEY, BTN_TOUCH, 0) }
+        if let primary = positionsA.keys.min(), let (x, y) = positionsA[primary] {
+            try emit(EV_ABS, ABS_X, x)
+            try emit(EV_ABS, ABS_Y, y)
+        }
+        let before = monotonicNow()
+        try emit(EV_SYN, SYN_REPORT, 0)
+        let timing = FrameTiming(beforeReport: before, afterReport: monotonicNow())
+        if verbose { Console.line("uinput| protocol-A frame at \(timing.beforeReport): \(changes)") }
+        return timing
+    }
+
     /// Removes the device (an unplug). Safe to call more than once.
     func destroy() {
         if let uinput {
@@ -164,6 +220,7 @@ final class VirtualTouchscreen {
         if let device { libevdev_free(device) }
         device = nil
         trackingIDs.removeAll()
+        positionsA.removeAll()
     }
 
     private func emitPosition(_ x: Int, _ y: Int) throws(DriverError) -> (Int32, Int32) {

@@ -81,7 +81,9 @@ struct JournalFieldTests {
     }
 
     @Test func messageIDsAreJournalIDs() {
-        #expect(MessageID.allCases.count == 14)
+        #expect(MessageID.allCases.count == 15)
+        // Ids are never reused.
+        #expect(Set(MessageID.allCases.map(\.rawValue)).count == MessageID.allCases.count)
         for id in MessageID.allCases {
             #expect(JournalLogHandler.isMessageID(id.rawValue), "\(id)")
         }

@@ -1,5 +1,15 @@
 /// Facts about an input device, copied out of libinput and udev when the device is added, so that no
 /// libinput pointer leaves `Input/`.
+/// A device udev tags as a touchscreen that touchd cannot use because libinput did not take it as one
+/// (fault-cases.md D12).
+struct UnusableTouchscreen: Hashable, Sendable {
+    /// `event5`.
+    var sysname: String
+    var name: String
+    var devnode: String?
+    var reason: String
+}
+
 struct DeviceInfo: Hashable, Sendable {
     /// touchd's own number for the device, unique for the life of the process (a replugged device gets a new one).
     var id: Int

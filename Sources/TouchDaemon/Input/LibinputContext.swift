@@ -20,6 +20,10 @@ final class LibinputContext {
     private let udev: OpaquePointer
     private let libinput: OpaquePointer
     private let relay: LogRelay
+    /// A udev monitor of the input subsystem, for diagnostics only: libinput has its own, but says nothing about a
+    /// touchscreen it refuses (fault-cases.md D12), so touchd watches for input devices coming and going and compares
+    /// udev's touchscreens with libinput's. Nil when it could not be set up (touch input works the same without it).
+    private let monitor: OpaquePointer?
     /// The devices libinput announced and has not removed yet, each holding one reference.
     private var devices: [OpaquePointer: DeviceInfo] = [:]
     private var nextDeviceID = 1
@@ -48,6 +52,7 @@ final class LibinputContext {
         self.libinput = libinput
         self.relay = relay
         self.seat = seat
+        self.monitor = Self.makeMonitor(udev)
         // libinput calls the log handler with the context; the relay is found through its user data. The relay lives
         // as long as this object, which outlives the context (unref'd in deinit).
         libinput_set_user_data(libinput, Unmanaged.passUnretained(relay).toOpaque())
@@ -55,6 +60,7 @@ final class LibinputContext {
         libinput_log_set_handler(libinput, libinputLogHandler)
         guard libinput_udev_assign_seat(libinput, seat) == 0 else {
             // deinit is not run for a failed initialiser once every stored property is set, so release here.
+            if let monitor { udev_monitor_unref(monitor) }
             libinput_unref(libinput)
             udev_unref(udev)
             throw InputError(description: "cannot assign seat \(seat) (is systemd-udevd running?)")
@@ -62,6 +68,7 @@ final class LibinputContext {
     }
 
     deinit {
+        if let monitor { udev_monitor_unref(monitor) }
         for device in devices.keys { libinput_device_unref(device) }
         libinput_unref(libinput)
         udev_unref(udev)
@@ -75,6 +82,72 @@ final class LibinputContext {
         if libinput_resume(libinput) != 0 {
             relay.logger.error("cannot resume the seat after a rescan", metadata: ["seat": "\(seat)"])
         }
+    }
+
+    // MARK: - Touchscreens libinput does not use (D12)
+
+    /// The udev monitor's fd: readable when an input device was added, changed or removed. Nil without a monitor.
+    var monitorFileDescriptor: Int32? { monitor.map { udev_monitor_get_fd($0) } }
+
+    /// Reads and drops what the udev monitor has (only the fact that something changed matters). Never blocks.
+    func drainMonitor() {
+        guard let monitor else { return }
+        while let device = udev_monitor_receive_device(monitor) { udev_device_unref(device) }
+    }
+
+    /// The event nodes on this seat that udev tags as touchscreens (`ID_INPUT_TOUCHSCREEN=1`) but that libinput did
+    /// not take as one: refused outright (axes with min == max, X without Y, …; libinput logs why) or added without
+    /// touch capability. Enumerates udev's database: call it when the devices changed, not per event.
+    func unusableTouchscreens() -> [UnusableTouchscreen] {
+        guard let enumerate = udev_enumerate_new(udev) else { return [] }
+        defer { udev_enumerate_unref(enumerate) }
+        udev_enumerate_add_match_subsystem(enumerate, "input")
+        udev_enumerate_add_match_property(enumerate, "ID_INPUT_TOUCHSCREEN", "1")
+        udev_enumerate_add_match_sysname(enumerate, "event*")
+        guard udev_enumerate_scan_devices(enumerate) == 0 else { return [] }
+        let known = Dictionary(devices.values.map { ($0.sysname, $0) }, uniquingKeysWith: { first, _ in first })
+        var result: [UnusableTouchscreen] = []
+        var entry = udev_enumerate_get_list_entry(enumerate)
+        while let current = entry {
+            entry = udev_list_entry_get_next(current)
+            guard let syspath = udev_list_entry_get_name(current),
+                let device = udev_device_new_from_syspath(udev, syspath)
+            else { continue }
+            defer { udev_device_unref(device) }
+            let deviceSeat = udev_device_get_property_value(device, "ID_SEAT").map { String(cString: $0) } ?? "seat0"
+            guard deviceSeat == seat, let sysnamePointer = udev_device_get_sysname(device) else { continue }
+            let sysname = String(cString: sysnamePointer)
+            let reason: String
+            if let info = known[sysname] {
+                guard !info.isTouchscreen else { continue }
+                reason = "libinput does not see a touchscreen in it (no usable touch axes)"
+            } else {
+                reason = "libinput refused it (its log says why; `libinput record` shows the axes)"
+            }
+            // The name is on the parent input device (inputN), not on the event node.
+            let parent = udev_device_get_parent_with_subsystem_devtype(device, "input", nil)
+            let name = parent.flatMap { udev_device_get_sysattr_value($0, "name") }.map { String(cString: $0) }
+            result.append(
+                UnusableTouchscreen(
+                    sysname: sysname, name: name ?? sysname,
+                    devnode: udev_device_get_devnode(device).map { String(cString: $0) }, reason: reason))
+        }
+        return result.sorted { $0.sysname < $1.sysname }
+    }
+
+    private static func makeMonitor(_ udev: OpaquePointer) -> OpaquePointer? {
+        guard let monitor = udev_monitor_new_from_netlink(udev, "udev") else { return nil }
+        guard udev_monitor_filter_add_match_subsystem_devtype(monitor, "input", nil) == 0,
+            udev_monitor_enable_receiving(monitor) == 0
+        else {
+            udev_monitor_unref(monitor)
+            return nil
+        }
+        // Never block the input loop on it.
+        let fd = udev_monitor_get_fd(monitor)
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+        return monitor
     }
 
     /// Reads what the kernel has for libinput and returns the decoded events, in order. Never blocks.

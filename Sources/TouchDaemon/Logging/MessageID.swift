@@ -22,6 +22,8 @@ enum MessageID: String, CaseIterable, Sendable, CustomStringConvertible {
     case deviceRemoved = "0417494ddde2405ba8ef69edfa5b82b3"
     /// An input device was ignored (not a touchscreen, not on the allow-list).
     case deviceIgnored = "159f9a449be94b4cbf520b76e4aaa08d"
+    /// udev tags a device as a touchscreen but libinput did not take it as one, so touchd cannot use it.
+    case deviceUnusable = "0f2b7f6317b64a6e94521c0c1228a945"
     /// The kernel dropped events (SYN_DROPPED): the device's buffer overran while touchd was not reading.
     case synDropped = "77a036a722a5476595427d5eb1fc53a7"
     /// An action could not be carried out: a command failed or could not start, a socket target refused it.

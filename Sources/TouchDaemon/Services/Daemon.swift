@@ -57,6 +57,8 @@ final class Daemon {
     /// Responses and events for the control socket, handed over with the batch's deliveries.
     var controlOutbox: [ControlMessage] = []
     var subscriptions = ControlSubscriptions()
+    /// Touchscreens udev knows that libinput did not take (fault-cases.md D12), for the status and the log.
+    private var unusable: [UnusableTouchscreen] = []
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
     private var suspendWatch = SuspendWatch()
     /// When the daemon started (monotonic microseconds), for `stats`.
@@ -102,6 +104,7 @@ final class Daemon {
             ])
         // Devices present at start arrive with the first dispatch; READY=1 does not wait for a touchscreen.
         handle(input.dispatch())
+        checkUnusableTouchscreens()
         if router.touchscreens.isEmpty { logWaiting() }
         lastStatus = statusText
         notifier.ready(status: lastStatus)
@@ -116,8 +119,15 @@ final class Daemon {
             pollfd(fd: input.fileDescriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: signals.fileDescriptor, events: Int16(POLLIN), revents: 0),
         ]
+        var controlIndex: Int?
         if let control {
+            controlIndex = descriptors.count
             descriptors.append(pollfd(fd: control.noteFileDescriptor, events: Int16(POLLIN), revents: 0))
+        }
+        var monitorIndex: Int?
+        if let monitor = input.monitorFileDescriptor {
+            monitorIndex = descriptors.count
+            descriptors.append(pollfd(fd: monitor, events: Int16(POLLIN), revents: 0))
         }
         while true {
             pingWatchdogIfDue()
@@ -144,8 +154,15 @@ final class Daemon {
                 }
             }
             if descriptors[0].revents != 0 { handle(input.dispatch()) }
+            if let index = monitorIndex, descriptors[index].revents != 0 {
+                // An input device came or went. libinput got the same uevent at the same moment: dispatch it first so
+                // that a device it takes is known before the comparison.
+                input.drainMonitor()
+                handle(input.dispatch())
+                checkUnusableTouchscreens()
+            }
             // After the input, so that a request sees the touches that came with it.
-            if descriptors.count > 2 && descriptors[2].revents != 0 { handleControlNotes() }
+            if let index = controlIndex, descriptors[index].revents != 0 { handleControlNotes() }
             if let deadline = sceneDeadline, monotonicMicroseconds() >= deadline.microseconds {
                 deliver(
                     scene.advance(to: Instant(microseconds: monotonicMicroseconds())), device: nil, fromInput: false)
@@ -398,6 +415,28 @@ final class Daemon {
         logger.info("no touchscreen in use: rescanning the seat", metadata: ["seat": "\(configuration.seat)"])
         input.rescan()
         handle(input.dispatch())
+        checkUnusableTouchscreens()
+    }
+
+    /// Compares udev's touchscreens with libinput's and says, once per device, which cannot be used and why
+    /// (fault-cases.md D12); the systemd status lists them until they are unplugged.
+    private func checkUnusableTouchscreens() {
+        guard let input else { return }
+        let current = input.unusableTouchscreens()
+        guard current != unusable else { return }
+        for device in current where !unusable.contains(device) {
+            var metadata: Logger.Metadata = [
+                "device.name": "\(device.name)", "device.sysname": "\(device.sysname)", "reason": "\(device.reason)",
+                MessageID.metadataKey: "\(MessageID.deviceUnusable)",
+            ]
+            if let node = device.devnode { metadata["device.node"] = "\(node)" }
+            logger.warning("touchscreen not usable: \(device.reason)", metadata: metadata)
+        }
+        for device in unusable where !current.contains(where: { $0.sysname == device.sysname }) {
+            logger.info("unusable touchscreen gone", metadata: ["device.sysname": "\(device.sysname)"])
+        }
+        unusable = current
+        touchscreensChanged = true
     }
 
     /// After a suspend (fault-cases.md P1): the contacts that were down end with touchCancel, and the router drops
@@ -477,7 +516,10 @@ final class Daemon {
         case 1: text = "1 touchscreen: \(screens[0].name)"
         default: text = "\(screens.count) touchscreens: \(screens.map(\.name).joined(separator: ", "))"
         }
-        return controlProblem.map { "\(text); \($0)" } ?? text
+        let unusableText =
+            unusable.isEmpty
+            ? "" : "; not usable: " + unusable.map { "\($0.name) (\($0.sysname))" }.joined(separator: ", ")
+        return (controlProblem.map { "\(text); \($0)" } ?? text) + unusableText
     }
 
     private func updateStatusIfChanged() {
