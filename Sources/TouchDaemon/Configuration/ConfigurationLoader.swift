@@ -238,7 +238,7 @@ private struct Decoder {
         defer { table.finish() }
         if let enabled = table.bool("enabled") { control.enabled = enabled }
         if let path = table.string("socket") {
-            if let problem = Self.socketPathProblem(path) {
+            if let problem = SocketPath.problem(path) {
                 table.report("socket", problem)
             } else {
                 control.path = path
@@ -254,17 +254,6 @@ private struct Decoder {
         }
         if let value = table.integer("max_clients", in: 1...1_024) { control.maximumClients = value }
         return control
-    }
-
-    /// Why `path` cannot name a Unix socket, or nil when it can.
-    static func socketPathProblem(_ path: String) -> String? {
-        guard path.hasPrefix("/") else {
-            return "'\(path)' is not an absolute path (abstract and relative socket names are refused)"
-        }
-        guard path.utf8.count <= 107, !path.utf8.contains(0) else {
-            return "the path is \(path.utf8.count) bytes; a Unix socket path holds at most 107"
-        }
-        return nil
     }
 
     /// A portable POSIX group name, as `groupadd` accepts it.
@@ -386,7 +375,7 @@ private struct Decoder {
             Configuration.SocketTarget.SocketType.init)
         _ = target.choice("format", ["json"])
         guard let path = target.string("socket") else { return nil }
-        if let problem = Self.socketPathProblem(path) {
+        if let problem = SocketPath.problem(path) {
             target.report("socket", problem)
             return nil
         }
