@@ -82,4 +82,34 @@ struct HostileConfigurationTests {
             #expect(lines.allSatisfy { $0.contains("NUL") }, "\(lines)")
         }
     }
+
+    // MARK: - Relative programs
+
+    @Test("the hint for a relative program names an existing program, never a name glued onto a directory")
+    func relativeProgramSuggestion() {
+        let installed: Set = ["/usr/bin/true", "/usr/sbin/nologin", "/bin/true"]
+        let exists = { installed.contains($0) }
+        #expect(ExecutableProgram.suggestion(for: "bin/true", isExecutable: exists) == "/usr/bin/true")
+        #expect(ExecutableProgram.suggestion(for: "true", isExecutable: exists) == "/usr/bin/true")
+        #expect(ExecutableProgram.suggestion(for: "./nologin", isExecutable: exists) == "/usr/sbin/nologin")
+        #expect(ExecutableProgram.suggestion(for: "aplay", isExecutable: exists) == nil)
+        #expect(ExecutableProgram.suggestion(for: "bin/", isExecutable: { _ in true }) == nil)
+        #expect(ExecutableProgram.suggestion(for: "..", isExecutable: { _ in true }) == nil)
+        #expect(ExecutableProgram.suggestion(for: "", isExecutable: { _ in true }) == nil)
+    }
+
+    @Test("exec = [\"bin/true\"] suggests where true really is")
+    func binTrue() throws {
+        let real = try #require(ExecutableProgram.suggestion(for: "true"), "no true in the standard directories")
+        #expect(real.hasSuffix("/true"))
+        #expect(ExecutableProgram.isExecutableFile(real))
+        let text = Self.output + "\n[targets.t]\nexec = [\"bin/true\"]\nresponds_to = [\"x\"]\n"
+        let lines = TestSupport.problemLines(ConfigurationLoader.load(text: text, path: "x.toml"))
+        #expect(
+            lines == [
+                "PATH:6:9: error: targets.t.exec[0]: 'bin/true' is not an absolute path; touchd does not search PATH "
+                    + "(did you mean '\(real)'?)"
+            ])
+        #expect(!lines.joined().contains("bin/bin/true"))
+    }
 }

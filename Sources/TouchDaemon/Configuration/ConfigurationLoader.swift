@@ -432,10 +432,12 @@ private struct Decoder {
                     "exec", "with shell = true, exec holds exactly one string: the command line for /bin/sh -c")
             }
         } else if !program.hasPrefix("/") {
+            // Only a program that exists is suggested, never the name glued onto a directory (/usr/bin/bin/true).
+            let hint = ExecutableProgram.suggestion(for: program).map { "did you mean '\($0)'?" }
             log.report(
                 "\(target.keyPath("exec"))[0]",
-                "'\(program)' is not an absolute path; touchd does not search PATH (use /usr/bin/\(program), for instance)"
-            )
+                "'\(program)' is not an absolute path; touchd does not search PATH ("
+                    + (hint ?? "give the program's absolute path") + ")")
         }
         return Configuration.ExecTarget(
             argv: argv, shell: shell, environment: environment, workingDirectory: workingDirectory, timeout: timeout,
