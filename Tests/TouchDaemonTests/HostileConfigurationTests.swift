@@ -112,4 +112,81 @@ struct HostileConfigurationTests {
             ])
         #expect(!lines.joined().contains("bin/bin/true"))
     }
+
+    // MARK: - Cycles
+
+    @Test("a ring of 1,000 groups is one short line, from the loader and from touchd check")
+    func thousandGroupCycle() throws {
+        var text = Self.output
+        for index in 0..<1_000 {
+            text += "\n[[group]]\nid = \"g\(index)\"\nparent = \"g\((index + 1) % 1_000)\"\n"
+        }
+        let expected =
+            "PATH:7:1: error: group[0].parent: parent cycle of 1000 groups: g0 → g1 → g2 → g3 → … → g999 → g0"
+        #expect(TestSupport.problemLines(ConfigurationLoader.load(text: text, path: "ring.toml")) == [expected])
+
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("ring.toml").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let run = try CheckCommandTests.run(["check", "--config", path])
+        #expect(run.status == ExitStatus.configuration)
+        #expect(run.standardOutput == "")
+        // It was 1,000 lines and 9 MB.
+        #expect(run.errorLines == [expected.replacingOccurrences(of: "PATH", with: path)])
+        #expect(run.standardError.utf8.count < 200 + path.utf8.count)
+    }
+
+    @Test("one cycle per knot, at its first declared member; tails into a cycle are not members")
+    func cyclesPerKnot() {
+        // a ⇄ b ⇄ c is one knot; d leads into it; e → e; f → g → h → f is a second ring.
+        let edges: [(id: String, next: [String])] = [
+            ("a", ["b"]), ("b", ["a", "c"]), ("c", ["b"]), ("d", ["a"]), ("e", ["e"]), ("f", ["g"]), ("g", ["h"]),
+            ("h", ["f", "unknown"]),
+        ]
+        let cycles = DependencyCycles.find(edges)
+        #expect(
+            cycles == [
+                DependencyCycles.Cycle(members: ["a", "b"], others: ["c"]),
+                DependencyCycles.Cycle(members: ["e"], others: []),
+                DependencyCycles.Cycle(members: ["f", "g", "h"], others: []),
+            ])
+        #expect(
+            cycles.map { $0.describe(key: "requires_failure_of", kind: "gesture") } == [
+                "requires_failure_of cycle: a → b → a; 1 more gesture is on cycles with it: c",
+                "requires_failure_of cycle: e → e",
+                "requires_failure_of cycle: f → g → h → f",
+            ])
+    }
+
+    @Test("a knot of 256 gestures, each waiting for all the others, is one bounded line")
+    func completeGestureKnot() {
+        let ids = (0..<256).map { "r\($0)" }
+        var text = Self.output
+        for id in ids {
+            let others = ids.filter { $0 != id }.map { "\"\($0)\"" }.joined(separator: ", ")
+            text += "\n[[gesture]]\nid = \"\(id)\"\nkind = \"tap\"\nrequires_failure_of = [\(others)]\n"
+        }
+        let lines = TestSupport.problemLines(ConfigurationLoader.load(text: text, path: "knot.toml"))
+        #expect(
+            lines == [
+                "PATH:8:1: error: gesture[0].requires_failure_of: requires_failure_of cycle: r0 → r1 → r0; 254 more "
+                    + "gestures are on cycles with it: r2, r3, r4, …"
+            ])
+    }
+
+    @Test("touchd check prints at most 100 problems, then how many more")
+    func problemLinesAreCapped() throws {
+        var text = Self.output
+        for index in 0..<1_000 { text += "\n[[group]]\nid = \"g\(index)\"\nparent = \"missing\"\n" }
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("many.toml").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let run = try CheckCommandTests.run(["check", "--config", path])
+        #expect(run.status == ExitStatus.configuration)
+        #expect(run.errorLines.count == 101)
+        #expect(run.errorLines.first == "\(path):7:1: error: group[0].parent: unknown group 'missing'")
+        #expect(run.errorLines.last == "\(path): error: 900 more problems not shown")
+    }
 }

@@ -5,13 +5,14 @@ struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The configuration file.", valueName: "path"))
     var config: String = "/etc/touchd/touchd.toml"
 
-    /// Loads the configuration, or prints every problem to standard error and exits 78 (EX_CONFIG).
+    /// Loads the configuration, or prints the problems (``ConfigurationError/reportedLines``) to standard error and
+    /// exits 78 (EX_CONFIG).
     func load() throws -> Configuration {
         switch ConfigurationLoader.load(path: config) {
         case .success(let configuration):
             return configuration
         case .failure(let error):
-            for line in error.lines { printError(line) }
+            for line in error.reportedLines { printError(line) }
             throw ExitCode(ExitStatus.configuration)
         }
     }

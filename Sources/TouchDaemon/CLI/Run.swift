@@ -34,7 +34,7 @@ struct Run: ParsableCommand {
         switch ConfigurationLoader.load(path: options.config) {
         case .success(let loaded): configuration = loaded
         case .failure(let error):
-            for line in error.lines { logger.error("\(line)") }
+            for line in error.reportedLines { logger.error("\(line)") }
             logger.critical("the configuration is invalid; not starting", metadata: ["config": "\(options.config)"])
             notifier.notify(["STATUS=configuration invalid: \(error.lines.first ?? options.config)"])
             throw ExitCode(ExitStatus.configuration)

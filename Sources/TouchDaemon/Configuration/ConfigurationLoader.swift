@@ -129,7 +129,7 @@ private struct Decoder {
             }
         }
         reportCycles(
-            groups.map { ($0.id, $0.parent.map { [$0] } ?? []) }, key: "parent",
+            groups.map { ($0.id, $0.parent.map { [$0] } ?? []) }, key: "parent", kind: "group",
             tables: tablesByID(groupIDs, groupTables))
 
         var screens: [Screen] = []
@@ -178,7 +178,7 @@ private struct Decoder {
         }
         // A recognizer that waits for itself, even through others, would never recognize.
         reportCycles(
-            gestures.map { ($0.id, $0.requiresFailureOf) }, key: "requires_failure_of",
+            gestures.map { ($0.id, $0.requiresFailureOf) }, key: "requires_failure_of", kind: "gesture",
             tables: tablesByID(gestureIDs, gestureTables))
         root.finish()
 
@@ -510,22 +510,14 @@ private struct Decoder {
         return parent
     }
 
-    /// Reports, at `key` of each member, every cycle in a "depends on" relation (a group's parent,
-    /// a gesture's requires_failure_of): `KEY cycle: a → b → a`. Depth-first from each id; an id
-    /// that only leads into a cycle further on is not a member and is not reported.
-    private func reportCycles(_ edges: [(id: String, next: [String])], key: String, tables: [String: TableReader]) {
-        let next = Dictionary(edges, uniquingKeysWith: { first, _ in first })
-        for (id, successors) in edges {
-            var stack: [[String]] = successors.map { [id, $0] }
-            var visited: Set<String> = []
-            while let path = stack.popLast(), let last = path.last {
-                if last == id {
-                    tables[id]?.report(key, "\(key) cycle: \(path.joined(separator: " → "))")
-                    break
-                }
-                guard visited.insert(last).inserted else { continue }
-                stack += next[last, default: []].map { path + [$0] }
-            }
+    /// Reports every cycle in a "depends on" relation (a group's parent, a gesture's requires_failure_of) once, at
+    /// `key` of its first declared member: `KEY cycle: a → b → a`, shortened for a long cycle (see ``DependencyCycles``)
+    /// so that a thousand groups in a ring make one short line, not a thousand lines of a thousand names.
+    private func reportCycles(
+        _ edges: [(id: String, next: [String])], key: String, kind: String, tables: [String: TableReader]
+    ) {
+        for cycle in DependencyCycles.find(edges) {
+            tables[cycle.members[0]]?.report(key, cycle.describe(key: key, kind: kind))
         }
     }
 

@@ -37,8 +37,22 @@ struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     var path: String
     var problems: [ConfigurationProblem]
 
+    /// At most this many problem lines are printed or logged for one file: a hostile file can hold tens of thousands
+    /// of problems, and the first ones are what a person fixes first.
+    static let reportedLimit = 100
+
     /// One line per problem, in file order where positions are known.
     var lines: [String] { problems.map { $0.formatted(path: path) } }
+
+    /// What `touchd check` prints and `touchd run` logs: the first ``reportedLimit`` problem lines, then how many
+    /// more there are.
+    var reportedLines: [String] {
+        var result = problems.prefix(Self.reportedLimit).map { $0.formatted(path: path) }
+        if problems.count > Self.reportedLimit {
+            result.append("\(path): error: \(problems.count - Self.reportedLimit) more problems not shown")
+        }
+        return result
+    }
 
     var description: String { lines.joined(separator: "\n") }
 }

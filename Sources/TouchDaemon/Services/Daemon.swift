@@ -318,7 +318,7 @@ final class Daemon {
         let newScene: Scene
         switch ConfigurationLoader.load(path: configurationPath) {
         case .failure(let error):
-            return reloadFailed(error.lines)
+            return reloadFailed(error.reportedLines)
         case .success(let configuration):
             do {
                 newScene = try configuration.makeScene()
