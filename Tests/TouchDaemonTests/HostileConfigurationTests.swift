@@ -11,6 +11,20 @@ import Testing
 struct HostileConfigurationTests {
     static let output = "[output]\nwidth = 1920\nheight = 1080\n"
 
+    /// The warning lines of a load that must succeed, with the path replaced by `PATH`.
+    static func warningLines(
+        _ result: Result<Configuration, ConfigurationError>, path: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [String] {
+        switch result {
+        case .success(let configuration):
+            return configuration.warnings.map { "PATH" + $0.formatted(path: path).dropFirst(path.count) }
+        case .failure(let error):
+            Issue.record("the configuration was rejected: \(error)", sourceLocation: sourceLocation)
+            return []
+        }
+    }
+
     // MARK: - Socket paths
 
     @Test(
@@ -188,5 +202,99 @@ struct HostileConfigurationTests {
         #expect(run.errorLines.count == 101)
         #expect(run.errorLines.first == "\(path):7:1: error: group[0].parent: unknown group 'missing'")
         #expect(run.errorLines.last == "\(path): error: 900 more problems not shown")
+    }
+
+    // MARK: - C13: command programs
+
+    @Test("C13: a missing, non-executable or non-file program, or one anyone can replace, is a warning")
+    func programWarnings() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let open = directory.appendingPathComponent("open")
+        let sticky = directory.appendingPathComponent("sticky")
+        for folder in [open, sticky] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        }
+        // chmod, not the creation mode: the umask would take the bits away.
+        #expect(chmod(open.path, 0o777) == 0)
+        #expect(chmod(sticky.path, 0o1777) == 0)
+        let script = Data("#!/bin/sh\n".utf8)
+        let replaceable = open.appendingPathComponent("click").path
+        let inSticky = sticky.appendingPathComponent("click").path
+        let plain = directory.appendingPathComponent("plain").path
+        let writable = directory.appendingPathComponent("writable").path
+        let good = directory.appendingPathComponent("good").path
+        for (path, mode) in [(replaceable, 0o755), (inSticky, 0o755), (plain, 0o644), (writable, 0o777), (good, 0o755)]
+        {
+            try script.write(to: URL(fileURLWithPath: path))
+            #expect(chmod(path, mode_t(mode)) == 0)
+        }
+        let missing = directory.appendingPathComponent("not-installed").path
+        let targets = [
+            ("a", replaceable), ("b", inSticky), ("c", plain), ("d", writable), ("e", good), ("f", missing),
+            ("g", directory.path),
+        ]
+        var text = Self.output
+        for (name, program) in targets {
+            text += "\n[targets.\(name)]\nexec = [\"\(program)\", \"--flag\"]\nresponds_to = [\"x\"]\n"
+        }
+        // A shell target's program is /bin/sh; its command line is not looked into.
+        text += "\n[targets.s]\nexec = [\"\(missing) --flag\"]\nshell = true\nresponds_to = [\"x\"]\n"
+        let warnings = Self.warningLines(ConfigurationLoader.load(text: text, path: "p.toml"), path: "p.toml")
+        #expect(
+            warnings == [
+                "PATH:6:9: warning: targets.a.exec[0]: '\(replaceable)' is under \(open.path), which anyone can write "
+                    + "to (mode 0777, no sticky bit): anyone could replace the program; chmod o-w \(open.path), or "
+                    + "install the program where only root can write",
+                "PATH:14:9: warning: targets.c.exec[0]: '\(plain)' is not executable (mode 0644); chmod +x it, or run "
+                    + "it through its interpreter",
+                "PATH:18:9: warning: targets.d.exec[0]: '\(writable)' is writable by anyone (mode 0777): anyone could "
+                    + "change what touchd runs; chmod o-w it",
+                "PATH:26:9: warning: targets.f.exec[0]: '\(missing)' does not exist; the target's commands fail until "
+                    + "it is installed",
+                "PATH:30:9: warning: targets.g.exec[0]: '\(directory.path)' is a directory, not a program",
+            ])
+    }
+
+    @Test("C13: a link into a directory anyone can write to is followed")
+    func programThroughLink() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let open = directory.appendingPathComponent("open")
+        try FileManager.default.createDirectory(at: open, withIntermediateDirectories: false)
+        #expect(chmod(open.path, 0o777) == 0)
+        let program = open.appendingPathComponent("click").path
+        try Data("#!/bin/sh\n".utf8).write(to: URL(fileURLWithPath: program))
+        #expect(chmod(program, 0o755) == 0)
+        let link = directory.appendingPathComponent("click").path
+        #expect(symlink(program, link) == 0)
+        let directories = ExecutableProgram.directories(of: link)
+        #expect(directories.contains(directory.path))
+        #expect(directories.contains { $0.hasSuffix("/open") })
+        let warnings = ExecutableProgram.warnings(for: link)
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("which anyone can write to (mode 0777, no sticky bit)") == true)
+    }
+
+    @Test("C13: touchd check prints the warnings and still exits 0")
+    func checkPrintsProgramWarnings() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let missing = directory.appendingPathComponent("not-installed").path
+        let path = directory.appendingPathComponent("touchd.toml").path
+        let text = Self.output + "\n[targets.click]\nexec = [\"\(missing)\"]\nresponds_to = [\"click\"]\n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(chmod(path, 0o644) == 0)
+        let run = try CheckCommandTests.run(["check", "--config", path])
+        #expect(run.status == 0)
+        #expect(run.standardOutput.hasPrefix("\(path): ok\n"))
+        #expect(
+            run.errorLines == [
+                "\(path):6:9: warning: targets.click.exec[0]: '\(missing)' does not exist; the target's commands fail "
+                    + "until it is installed"
+            ])
+        for line in run.errorLines {
+            #expect(line.dropFirst(path.count).wholeMatch(of: /:[1-9][0-9]*:[1-9][0-9]*: warning: \S+: \S.*/) != nil)
+        }
     }
 }

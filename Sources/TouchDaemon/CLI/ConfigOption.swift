@@ -5,14 +5,26 @@ struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The configuration file.", valueName: "path"))
     var config: String = "/etc/touchd/touchd.toml"
 
-    /// Loads the configuration, or prints the problems (``ConfigurationError/reportedLines``) to standard error and
-    /// exits 78 (EX_CONFIG).
+    /// Loads the configuration as `simulate` and `render` need it (warnings not printed), or prints the problems to
+    /// standard error and exits 78 (EX_CONFIG).
     func load() throws -> Configuration {
-        switch ConfigurationLoader.load(path: config) {
+        try loaded(ConfigurationLoader.load(path: config))
+    }
+
+    /// Loads the configuration as `touchd check` does: every warning goes to standard error. Exits 78 as
+    /// ``load()`` does.
+    func loadChecked() throws -> Configuration {
+        let configuration = try loaded(ConfigurationLoader.load(path: config))
+        for warning in configuration.warnings { printError(warning.formatted(path: config)) }
+        return configuration
+    }
+
+    private func loaded(_ result: Result<Configuration, ConfigurationError>) throws -> Configuration {
+        switch result {
         case .success(let configuration):
             return configuration
         case .failure(let error):
-            for line in error.reportedLines { printError(line) }
+            for line in error.warningLines + error.reportedLines { printError(line) }
             throw ExitCode(ExitStatus.configuration)
         }
     }

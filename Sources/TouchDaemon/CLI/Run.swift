@@ -13,7 +13,8 @@ struct Run: ParsableCommand {
             later), runs the configured controls and sends their actions to the configured targets. Under systemd \
             it reports readiness, reloads and watchdog pings through sd_notify. SIGHUP reloads the configuration \
             (an invalid file is refused and the running configuration kept); SIGTERM and SIGINT stop it. Exits 78 \
-            when the configuration is invalid at start.
+            when the configuration is invalid at start. Warnings about its command programs are logged at every \
+            load.
             """
     )
 
@@ -32,7 +33,9 @@ struct Run: ParsableCommand {
         let notifier = Notifier.fromEnvironment()
         let configuration: Configuration
         switch ConfigurationLoader.load(path: options.config) {
-        case .success(let loaded): configuration = loaded
+        case .success(let loaded):
+            configuration = loaded
+            for warning in loaded.warnings { logger.warning("\(warning.formatted(path: options.config))") }
         case .failure(let error):
             for line in error.reportedLines { logger.error("\(line)") }
             logger.critical("the configuration is invalid; not starting", metadata: ["config": "\(options.config)"])

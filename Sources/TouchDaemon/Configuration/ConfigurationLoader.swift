@@ -75,12 +75,16 @@ private struct Decoder {
 
     let root: TableReader
     var log: ProblemLog { root.log }
+    /// Warnings, positioned like the problems; the configuration carries them.
+    let warnings: WarningLog
 
     /// Where each id was first declared, across controls, groups, screens and gestures.
     private var declared: [String: (kind: String, path: String)] = [:]
 
     init(root: TableReader) {
         self.root = root
+        let locator = root.log.locator
+        warnings = WarningLog(position: { locator.position(of: $0).map { ($0.line, $0.column) } })
     }
 
     mutating func decode() -> Configuration? {
@@ -187,7 +191,7 @@ private struct Decoder {
             output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
             targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
-            groups: groups, controls: controls, gestures: gestures)
+            groups: groups, controls: controls, gestures: gestures, warnings: warnings.warnings)
     }
 
     // MARK: - Sections
@@ -438,6 +442,11 @@ private struct Decoder {
                 "\(target.keyPath("exec"))[0]",
                 "'\(program)' is not an absolute path; touchd does not search PATH ("
                     + (hint ?? "give the program's absolute path") + ")")
+        } else {
+            // Warnings only: the program may be installed, or its directory fixed, after the file is written (C13).
+            for message in ExecutableProgram.warnings(for: program) {
+                warnings.report("\(target.keyPath("exec"))[0]", message)
+            }
         }
         return Configuration.ExecTarget(
             argv: argv, shell: shell, environment: environment, workingDirectory: workingDirectory, timeout: timeout,

@@ -320,6 +320,8 @@ final class Daemon {
         case .failure(let error):
             return reloadFailed(error.reportedLines)
         case .success(let configuration):
+            // Every load, not only the first: a reload may add a command whose program is missing (C13).
+            for warning in configuration.warnings { logger.warning("\(warning.formatted(path: configurationPath))") }
             do {
                 newScene = try configuration.makeScene()
             } catch {
