@@ -297,4 +297,106 @@ struct HostileConfigurationTests {
             #expect(line.dropFirst(path.count).wholeMatch(of: /:[1-9][0-9]*:[1-9][0-9]*: warning: \S+: \S.*/) != nil)
         }
     }
+
+    // MARK: - C5: who may change the configuration file
+
+    @Test(
+        "C5: the owner and mode decide, whatever user runs the tests",
+        arguments: [
+            // owner, mode, touchd's uid, expected message (nil: fine)
+            (0, 0o100644, 0, nil),
+            (0, 0o100600, 1000, nil),
+            (1000, 0o100644, 1000, nil),
+            (
+                0, 0o100664, 0,
+                "the file is writable by its group (owner uid 0, mode 0664): whoever can change it decides what touchd "
+                    + "does, including the commands it runs; chmod go-w F"
+            ),
+            (
+                0, 0o100646, 0,
+                "the file is writable by others (owner uid 0, mode 0646): whoever can change it decides what touchd "
+                    + "does, including the commands it runs; chmod go-w F"
+            ),
+            (
+                1000, 0o100644, 0,
+                "the file is not owned by root (owner uid 1000, mode 0644): whoever can change it decides what touchd "
+                    + "does, including the commands it runs; chown root F"
+            ),
+            (
+                1000, 0o100666, 999,
+                "the file is writable by its group and others and owned by neither root nor touchd's uid 999 (owner "
+                    + "uid 1000, mode 0666): whoever can change it decides what touchd does, including the commands it "
+                    + "runs; chmod go-w F and chown root F"
+            ),
+        ] as [(Int, Int, Int, String?)])
+    func permissionRules(_ owner: Int, _ mode: Int, _ user: Int, _ expected: String?) {
+        #expect(
+            ConfigurationFile.permissionProblem(path: "F", owner: uid_t(owner), mode: mode_t(mode), user: uid_t(user))
+                == expected)
+    }
+
+    @Test("C5: a group- or world-writable file is a warning from check, and refused with --strict-permissions")
+    func checkPermissions() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("touchd.toml").path
+        try Data((Self.output + "\n[targets.kiosk]\nsocket = \"/run/k.sock\"\nresponds_to = [\"a\"]\n").utf8)
+            .write(to: URL(fileURLWithPath: path))
+        #expect(chmod(path, 0o644) == 0)
+        let clean = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(clean.status == 0)
+        #expect(clean.standardError == "")
+
+        #expect(chmod(path, 0o666) == 0)
+        let reason =
+            "the file is writable by its group and others (owner uid \(geteuid()), mode 0666): whoever can change it "
+            + "decides what touchd does, including the commands it runs; chmod go-w \(path)"
+        let warned = try CheckCommandTests.run(["check", "--config", path])
+        #expect(warned.status == 0)
+        #expect(warned.standardOutput.hasPrefix("\(path): ok\n"))
+        #expect(warned.errorLines == ["\(path): warning: \(reason)"])
+
+        let refused = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(refused.status == ExitStatus.configuration)
+        #expect(refused.standardOutput == "")
+        #expect(refused.errorLines == ["\(path): error: \(reason)"])
+
+        // Giving a file away takes root; as anyone else, the file is theirs and touchd runs as them: nothing to test.
+        guard geteuid() == 0 else { return }
+        #expect(chmod(path, 0o644) == 0)
+        #expect(chown(path, 65_534, 65_534) == 0)
+        let foreign = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(foreign.status == ExitStatus.configuration)
+        #expect(
+            foreign.errorLines == [
+                "\(path): error: the file is not owned by root (owner uid 65534, mode 0644): whoever can change it "
+                    + "decides what touchd does, including the commands it runs; chown root \(path)"
+            ])
+    }
+
+    @Test("C5: touchd run logs the warning at start and at every reload; --strict-permissions refuses to start")
+    func runPermissions() throws {
+        let fixture = try RunCommandTests.Fixture()
+        let path = fixture.config.path
+        #expect(chmod(path, 0o666) == 0)
+        let warning = "\(path): warning: the file is writable by its group and others"
+
+        let daemon = try fixture.start()
+        defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
+        #expect(fixture.notify.next()?.first == "READY=1", "stderr:\n\(daemon.errorText)")
+        #expect(daemon.errorText.components(separatedBy: warning).count - 1 == 1)
+        daemon.signal(SIGHUP)
+        #expect(fixture.notify.next()?.first == "RELOADING=1")
+        #expect(fixture.notify.next()?.first == "READY=1")
+        #expect(daemon.errorText.components(separatedBy: warning).count - 1 == 2)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+
+        let strict = try RunCommandTests.start(
+            config: path, notify: fixture.notify, directory: fixture.directory, extraArguments: ["--strict-permissions"]
+        )
+        #expect(strict.exitStatus() == ExitStatus.configuration)
+        #expect(strict.errorText.contains("\(path): error: the file is writable by its group and others"))
+        #expect(fixture.notify.next(within: 1)?.contains("READY=1") == false)
+    }
 }

@@ -10,14 +10,16 @@ struct Check: ParsableCommand {
             problems on standard error, one per line, as PATH:LINE:COLUMN: error: KEY.PATH: MESSAGE, or as \
             PATH: error: KEY.PATH: MESSAGE when the position is not known (the first 100, then how many more). \
             Warnings, which leave the exit status alone, have the same form with warning: instead of error:. They \
-            are about command programs that are missing, not executable or under a directory anyone can write to.
+            are about a file others can change (refused with --strict-permissions) and about command programs that \
+            are missing, not executable or under a directory anyone can write to.
             """
     )
 
     @OptionGroup var options: ConfigOption
+    @OptionGroup var permissions: PermissionsOption
 
     func run() throws {
-        let configuration = try options.loadChecked()
+        let configuration = try options.loadChecked(permissions)
         do {
             _ = try configuration.makeScene()
         } catch {
