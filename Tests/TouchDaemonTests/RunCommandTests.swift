@@ -40,14 +40,15 @@ struct RunCommandTests {
     }
 
     static func start(
-        config: String, notify: NotifySocket, directory: URL, environment extra: [String: String] = [:]
+        config: String, notify: NotifySocket, directory: URL, environment extra: [String: String] = [:],
+        extraArguments: [String] = []
     ) throws -> Daemon {
         let errURL = directory.appendingPathComponent("stderr")
         try Data().write(to: errURL)
         let err = try FileHandle(forWritingTo: errURL)
         let process = Process()
         process.executableURL = try CheckCommandTests.executable()
-        process.arguments = ["run", "--config", config]
+        process.arguments = ["run", "--config", config] + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.path
         environment["JOURNAL_STREAM"] = nil

@@ -6,16 +6,20 @@ struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Validate a configuration file and summarise it.",
         discussion: """
-            Exits 0 and prints a summary when the file is valid. Otherwise exits 78 (EX_CONFIG) and prints every \
-            problem on standard error, one per line, as PATH:LINE:COLUMN: error: KEY.PATH: MESSAGE, or as \
-            PATH: error: KEY.PATH: MESSAGE when the position is not known.
+            Exits 0 and prints a summary when the file is valid. Otherwise exits 78 (EX_CONFIG) and prints the \
+            problems on standard error, one per line, as PATH:LINE:COLUMN: error: KEY.PATH: MESSAGE, or as \
+            PATH: error: KEY.PATH: MESSAGE when the position is not known (the first 100, then how many more). \
+            Warnings, which leave the exit status alone, have the same form with warning: instead of error:. They \
+            are about a file others can change (refused with --strict-permissions) and about command programs that \
+            are missing, not executable or under a directory anyone can write to.
             """
     )
 
     @OptionGroup var options: ConfigOption
+    @OptionGroup var permissions: PermissionsOption
 
     func run() throws {
-        let configuration = try options.load()
+        let configuration = try options.loadChecked(permissions)
         do {
             _ = try configuration.makeScene()
         } catch {

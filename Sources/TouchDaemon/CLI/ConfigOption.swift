@@ -5,16 +5,40 @@ struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The configuration file.", valueName: "path"))
     var config: String = "/etc/touchd/touchd.toml"
 
-    /// Loads the configuration, or prints every problem to standard error and exits 78 (EX_CONFIG).
+    /// Loads the configuration as `simulate` and `render` need it (no check of the file's owner and mode, warnings
+    /// not printed), or prints the problems to standard error and exits 78 (EX_CONFIG).
     func load() throws -> Configuration {
-        switch ConfigurationLoader.load(path: config) {
+        try loaded(ConfigurationLoader.load(path: config))
+    }
+
+    /// Loads the configuration as `touchd check` does: the file's owner and mode are checked too
+    /// (``ConfigurationFile``), and every warning goes to standard error. Exits 78 as ``load()`` does.
+    func loadChecked(_ permissions: PermissionsOption) throws -> Configuration {
+        let configuration = try loaded(
+            ConfigurationFile.load(path: config, strictPermissions: permissions.strictPermissions))
+        for warning in configuration.warnings { printError(warning.formatted(path: config)) }
+        return configuration
+    }
+
+    private func loaded(_ result: Result<Configuration, ConfigurationError>) throws -> Configuration {
+        switch result {
         case .success(let configuration):
             return configuration
         case .failure(let error):
-            for line in error.lines { printError(line) }
+            for line in error.warningLines + error.reportedLines { printError(line) }
             throw ExitCode(ExitStatus.configuration)
         }
     }
+}
+
+/// `--strict-permissions`, shared by `check` and `run`.
+struct PermissionsOption: ParsableArguments {
+    @Flag(
+        help: """
+            Refuse a configuration file that others can change (group- or world-writable, or owned by neither root \
+            nor touchd's user) instead of warning about it.
+            """)
+    var strictPermissions = false
 }
 
 /// Exit statuses decided at the command-line edge.

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 
 /// `touchd render`: a picture of the layout.
 struct Render: ParsableCommand {
@@ -13,7 +12,12 @@ struct Render: ParsableCommand {
 
     @OptionGroup var options: ConfigOption
 
-    @Option(name: .long, help: ArgumentHelp("Where to write the SVG.", valueName: "file.svg"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Where to write the SVG: a regular file (replaced whole; a symbolic link is followed to one), or - for "
+                + "standard output. Devices, FIFOs and sockets are refused.",
+            valueName: "file.svg"))
     var output: String
 
     @Option(
@@ -33,16 +37,26 @@ struct Render: ParsableCommand {
         }
         if screens.isEmpty { shown = nil }
         let svg = LayoutSVG(configuration: configuration, screen: shown).render()
-        do {
-            try Data(svg.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
-        } catch {
-            printError("\(output): error: cannot write: \(error.localizedDescription)")
+        let destination: OutputFile.Destination
+        switch OutputFile.write(Array(svg.utf8), to: output) {
+        case .failure(let failure):
+            printError("\(output): error: \(failure)")
             throw ExitCode(ExitStatus.cannotCreate)
+        case .success(let written): destination = written
         }
-        print("wrote \(output): " + (shown.map { "screen \($0)" } ?? "every screen"))
+        // With the SVG on standard output, the notes go to standard error so that the picture stays whole.
+        func note(_ line: String) {
+            if destination == .standardOutput { printError(line) } else { print(line) }
+        }
+        let what = shown.map { "screen \($0)" } ?? "every screen"
+        switch destination {
+        case .standardOutput: note("wrote standard output: \(what)")
+        case .file(output): note("wrote \(output): \(what)")
+        case .file(let target): note("wrote \(output) (the file it links to, \(target)): \(what)")
+        }
         let others = screens.filter { $0 != shown }
         if shown != nil, !others.isEmpty {
-            print(
+            note(
                 "other screens: \(others.joined(separator: ", ")) (draw one with --screen ID, or all with --screen all)"
             )
         }

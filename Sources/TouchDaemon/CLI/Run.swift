@@ -13,11 +13,13 @@ struct Run: ParsableCommand {
             later), runs the configured controls and sends their actions to the configured targets. Under systemd \
             it reports readiness, reloads and watchdog pings through sd_notify. SIGHUP reloads the configuration \
             (an invalid file is refused and the running configuration kept); SIGTERM and SIGINT stop it. Exits 78 \
-            when the configuration is invalid at start.
+            when the configuration is invalid at start. Warnings about the file (others can change it) and its \
+            command programs are logged at every load; --strict-permissions refuses such a file instead.
             """
     )
 
     @OptionGroup var options: ConfigOption
+    @OptionGroup var permissions: PermissionsOption
 
     @Option(help: ArgumentHelp("Least severe level logged: trace, debug, info, notice, warning, error, critical."))
     var logLevel: LogLevel = .info
@@ -31,10 +33,14 @@ struct Run: ParsableCommand {
         let logger = Self.makeLogger(level: logLevel.level)
         let notifier = Notifier.fromEnvironment()
         let configuration: Configuration
-        switch ConfigurationLoader.load(path: options.config) {
-        case .success(let loaded): configuration = loaded
+        let strictPermissions = permissions.strictPermissions
+        switch ConfigurationFile.load(path: options.config, strictPermissions: strictPermissions) {
+        case .success(let loaded):
+            configuration = loaded
+            for warning in loaded.warnings { logger.warning("\(warning.formatted(path: options.config))") }
         case .failure(let error):
-            for line in error.lines { logger.error("\(line)") }
+            for line in error.warningLines { logger.warning("\(line)") }
+            for line in error.reportedLines { logger.error("\(line)") }
             logger.critical("the configuration is invalid; not starting", metadata: ["config": "\(options.config)"])
             notifier.notify(["STATUS=configuration invalid: \(error.lines.first ?? options.config)"])
             throw ExitCode(ExitStatus.configuration)
@@ -73,7 +79,7 @@ struct Run: ParsableCommand {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
                 notifier: notifier, sockets: sockets, commands: commands, control: control,
-                controlProblem: controlProblem
+                controlProblem: controlProblem, strictPermissions: strictPermissions
             ).run(signals: signals)
         }
         // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.

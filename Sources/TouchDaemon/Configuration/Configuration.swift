@@ -132,6 +132,9 @@ struct Configuration: Sendable {
     var groups: [Group]
     var controls: [Control]
     var gestures: [Gesture]
+    /// What may be wrong without making the file unusable (a command target's program missing, for one); `touchd
+    /// check` prints them and `touchd run` logs them at every load.
+    var warnings: [ConfigurationProblem] = []
 
     /// A fresh scene for this configuration.
     func makeScene() throws(Scene.BuildError) -> Scene {

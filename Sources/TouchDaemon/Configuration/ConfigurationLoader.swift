@@ -68,12 +68,16 @@ private struct Decoder {
 
     let root: TableReader
     var log: ProblemLog { root.log }
+    /// Warnings, positioned like the problems; the configuration carries them.
+    let warnings: WarningLog
 
     /// Where each id was first declared, across controls, groups, screens and gestures.
     private var declared: [String: (kind: String, path: String)] = [:]
 
     init(root: TableReader) {
         self.root = root
+        let locator = root.log.locator
+        warnings = WarningLog(position: { locator.position(of: $0).map { ($0.line, $0.column) } })
     }
 
     mutating func decode() -> Configuration? {
@@ -122,7 +126,7 @@ private struct Decoder {
             }
         }
         reportCycles(
-            groups.map { ($0.id, $0.parent.map { [$0] } ?? []) }, key: "parent",
+            groups.map { ($0.id, $0.parent.map { [$0] } ?? []) }, key: "parent", kind: "group",
             tables: tablesByID(groupIDs, groupTables))
 
         var screens: [Screen] = []
@@ -171,7 +175,7 @@ private struct Decoder {
         }
         // A recognizer that waits for itself, even through others, would never recognize.
         reportCycles(
-            gestures.map { ($0.id, $0.requiresFailureOf) }, key: "requires_failure_of",
+            gestures.map { ($0.id, $0.requiresFailureOf) }, key: "requires_failure_of", kind: "gesture",
             tables: tablesByID(gestureIDs, gestureTables))
         root.finish()
 
@@ -180,7 +184,7 @@ private struct Decoder {
             output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
             targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
-            groups: groups, controls: controls, gestures: gestures)
+            groups: groups, controls: controls, gestures: gestures, warnings: warnings.warnings)
     }
 
     // MARK: - Sections
@@ -231,7 +235,7 @@ private struct Decoder {
         defer { table.finish() }
         if let enabled = table.bool("enabled") { control.enabled = enabled }
         if let path = table.string("socket") {
-            if let problem = Self.socketPathProblem(path) {
+            if let problem = SocketPath.problem(path) {
                 table.report("socket", problem)
             } else {
                 control.path = path
@@ -247,17 +251,6 @@ private struct Decoder {
         }
         if let value = table.integer("max_clients", in: 1...1_024) { control.maximumClients = value }
         return control
-    }
-
-    /// Why `path` cannot name a Unix socket, or nil when it can.
-    static func socketPathProblem(_ path: String) -> String? {
-        guard path.hasPrefix("/") else {
-            return "'\(path)' is not an absolute path (abstract and relative socket names are refused)"
-        }
-        guard path.utf8.count <= 107, !path.utf8.contains(0) else {
-            return "the path is \(path.utf8.count) bytes; a Unix socket path holds at most 107"
-        }
-        return nil
     }
 
     /// A portable POSIX group name, as `groupadd` accepts it.
@@ -379,7 +372,7 @@ private struct Decoder {
             Configuration.SocketTarget.SocketType.init)
         _ = target.choice("format", ["json"])
         guard let path = target.string("socket") else { return nil }
-        if let problem = Self.socketPathProblem(path) {
+        if let problem = SocketPath.problem(path) {
             target.report("socket", problem)
             return nil
         }
@@ -436,10 +429,17 @@ private struct Decoder {
                     "exec", "with shell = true, exec holds exactly one string: the command line for /bin/sh -c")
             }
         } else if !program.hasPrefix("/") {
+            // Only a program that exists is suggested, never the name glued onto a directory (/usr/bin/bin/true).
+            let hint = ExecutableProgram.suggestion(for: program).map { "did you mean '\($0)'?" }
             log.report(
                 "\(target.keyPath("exec"))[0]",
-                "'\(program)' is not an absolute path; touchd does not search PATH (use /usr/bin/\(program), for instance)"
-            )
+                "'\(program)' is not an absolute path; touchd does not search PATH ("
+                    + (hint ?? "give the program's absolute path") + ")")
+        } else {
+            // Warnings only: the program may be installed, or its directory fixed, after the file is written (C13).
+            for message in ExecutableProgram.warnings(for: program) {
+                warnings.report("\(target.keyPath("exec"))[0]", message)
+            }
         }
         return Configuration.ExecTarget(
             argv: argv, shell: shell, environment: environment, workingDirectory: workingDirectory, timeout: timeout,
@@ -512,22 +512,14 @@ private struct Decoder {
         return parent
     }
 
-    /// Reports, at `key` of each member, every cycle in a "depends on" relation (a group's parent,
-    /// a gesture's requires_failure_of): `KEY cycle: a → b → a`. Depth-first from each id; an id
-    /// that only leads into a cycle further on is not a member and is not reported.
-    private func reportCycles(_ edges: [(id: String, next: [String])], key: String, tables: [String: TableReader]) {
-        let next = Dictionary(edges, uniquingKeysWith: { first, _ in first })
-        for (id, successors) in edges {
-            var stack: [[String]] = successors.map { [id, $0] }
-            var visited: Set<String> = []
-            while let path = stack.popLast(), let last = path.last {
-                if last == id {
-                    tables[id]?.report(key, "\(key) cycle: \(path.joined(separator: " → "))")
-                    break
-                }
-                guard visited.insert(last).inserted else { continue }
-                stack += next[last, default: []].map { path + [$0] }
-            }
+    /// Reports every cycle in a "depends on" relation (a group's parent, a gesture's requires_failure_of) once, at
+    /// `key` of its first declared member: `KEY cycle: a → b → a`, shortened for a long cycle (see ``DependencyCycles``)
+    /// so that a thousand groups in a ring make one short line, not a thousand lines of a thousand names.
+    private func reportCycles(
+        _ edges: [(id: String, next: [String])], key: String, kind: String, tables: [String: TableReader]
+    ) {
+        for cycle in DependencyCycles.find(edges) {
+            tables[cycle.members[0]]?.report(key, cycle.describe(key: key, kind: kind))
         }
     }
 

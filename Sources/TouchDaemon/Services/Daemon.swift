@@ -23,6 +23,8 @@ final class Daemon {
     }
 
     private let configurationPath: String
+    /// `--strict-permissions`: a reload refuses a file others can change, as the start did.
+    private let strictPermissions: Bool
     var configuration: Configuration
     var scene: Scene
     var router: TouchRouter
@@ -67,9 +69,10 @@ final class Daemon {
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
         sockets: SocketTargetSender, commands: CommandRunner, control: (any ControlChannel)?,
-        controlProblem: String? = nil
+        controlProblem: String? = nil, strictPermissions: Bool = false
     ) {
         self.configurationPath = configurationPath
+        self.strictPermissions = strictPermissions
         self.configuration = configuration
         self.scene = scene
         self.router = TouchRouter(output: configuration.output, allowList: configuration.devices)
@@ -340,10 +343,14 @@ final class Daemon {
         logger.info("reloading the configuration", metadata: ["config": "\(configurationPath)"])
         let loaded: Configuration
         let newScene: Scene
-        switch ConfigurationLoader.load(path: configurationPath) {
+        switch ConfigurationFile.load(path: configurationPath, strictPermissions: strictPermissions) {
         case .failure(let error):
-            return reloadFailed(error.lines)
+            for line in error.warningLines { logger.warning("\(line)") }
+            return reloadFailed(error.reportedLines)
         case .success(let configuration):
+            // Every load, not only the first: a reload may add a command whose program is missing (C13), and the
+            // file's mode may have changed since the start (C5).
+            for warning in configuration.warnings { logger.warning("\(warning.formatted(path: configurationPath))") }
             do {
                 newScene = try configuration.makeScene()
             } catch {

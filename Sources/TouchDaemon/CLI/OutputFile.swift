@@ -1,0 +1,142 @@
+import Glibc
+
+/// Writes a command's output file (`touchd render --output`) without harming whatever already sits at the path.
+///
+/// `-` is standard output. Any other path must name a regular file or nothing:
+/// - a symbolic link is followed to the regular file it names; a link to nothing is refused rather than creating a
+///   file wherever it points (the classic link planted in a shared directory);
+/// - a device, FIFO, socket or directory is refused before it is opened: opening some devices has effects of its own,
+///   a FIFO blocks, and replacing one (as root, `--output /dev/full` used to replace the device node with a file)
+///   breaks the system.
+///
+/// The bytes go to a new temporary file in the target's directory, which is then renamed over the target. A reader
+/// never sees half a file, a failed write (a full disk) leaves the old file as it was, and the rename replaces a
+/// directory entry instead of writing into whatever a racing process put at the path. The replaced file keeps its
+/// permission bits (and, when touchd runs as root, its owner); a new file gets 0666 minus the umask, as a shell
+/// redirection would.
+enum OutputFile {
+    /// Why nothing was written; `description` completes "PATH: error: ".
+    struct Failure: Error, Equatable, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Where the bytes went.
+    enum Destination: Equatable {
+        case standardOutput
+        /// The regular file written: the path itself, or the file a symbolic link at the path names.
+        case file(String)
+    }
+
+    /// Writes `bytes` to `path` as described on the type.
+    static func write(_ bytes: [UInt8], to path: String) -> Result<Destination, Failure> {
+        if path == "-" {
+            if let error = writeAll(bytes, to: STDOUT_FILENO) {
+                return .failure(Failure(description: "cannot write to standard output: \(message(error))"))
+            }
+            return .success(.standardOutput)
+        }
+        guard !path.isEmpty, !path.utf8.contains(0) else {
+            return .failure(Failure(description: "not a file name"))
+        }
+        var status = stat()
+        var target = path
+        var through = ""
+        if lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK {
+            // realpath resolves every link on the way, so the rename below lands on the file itself, not on the link.
+            guard let resolved = realpath(path, nil) else {
+                return .failure(
+                    Failure(
+                        description:
+                            "refusing to write: it is a symbolic link to nothing (\(message(errno))); render does not "
+                            + "create files through links"))
+            }
+            target = String(cString: resolved)
+            free(resolved)
+            through = "it is a symbolic link to \(target), "
+        }
+        var existing: stat?
+        if stat(target, &status) == 0 {
+            guard status.st_mode & S_IFMT == S_IFREG else {
+                return .failure(
+                    Failure(
+                        description:
+                            "refusing to write: \(through.isEmpty ? "it is " : through)\(kind(of: status.st_mode)); "
+                            + "render writes regular files only (give - for standard output)"))
+            }
+            existing = status
+        } else if errno != ENOENT {
+            return .failure(Failure(description: "cannot write: \(message(errno))"))
+        } else if target.hasSuffix("/") {
+            return .failure(Failure(description: "cannot write: the path names a directory"))
+        }
+        return replace(target, with: bytes, keeping: existing).map { .file(target) }
+    }
+
+    /// Writes a temporary file next to `target` and renames it over `target`.
+    private static func replace(
+        _ target: String, with bytes: [UInt8], keeping existing: stat?
+    ) -> Result<Void, Failure> {
+        let directory = target.lastIndex(of: "/").map { String(target[...$0]) } ?? "./"
+        // A fixed short name: the target's own name could make the temporary one longer than NAME_MAX.
+        var template = Array("\(directory).touchd-output-XXXXXX".utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard descriptor >= 0 else { return .failure(Failure(description: "cannot write: \(message(errno))")) }
+        // Glibc's module leaves out mkostemp; no command started in between could inherit the descriptor.
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        func fail(_ error: Int32) -> Result<Void, Failure> {
+            unlink(temporary)
+            return .failure(Failure(description: "cannot write: \(message(error))"))
+        }
+        var error = writeAll(bytes, to: descriptor)
+        if error == nil {
+            let mode: mode_t
+            if let existing {
+                mode = existing.st_mode & 0o7777
+                // Only root can give a file away; anyone else's replacement is theirs, as with any editor.
+                if geteuid() == 0, existing.st_uid != 0 || existing.st_gid != 0 {
+                    _ = fchown(descriptor, existing.st_uid, existing.st_gid)
+                }
+            } else {
+                let mask = umask(0)
+                umask(mask)
+                mode = 0o666 & ~mask
+            }
+            if fchmod(descriptor, mode) != 0 { error = errno }
+        }
+        // close reports delayed write errors of some file systems (NFS); they count as failures too.
+        if close(descriptor) != 0, error == nil { error = errno }
+        if let error { return fail(error) }
+        guard rename(temporary, target) == 0 else { return fail(errno) }
+        return .success(())
+    }
+
+    /// Writes every byte, retrying short writes and EINTR; the errno of a failure, else nil.
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
+    }
+
+    /// A file type, as the refusal names it.
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFIFO: "a FIFO"
+        case S_IFSOCK: "a socket"
+        case S_IFDIR: "a directory"
+        case S_IFLNK: "a symbolic link"
+        default: "not a regular file"
+        }
+    }
+
+    private static func message(_ error: Int32) -> String { String(cString: strerror(error)) }
+}
