@@ -76,9 +76,8 @@ struct HostileConfigurationTests {
             ])
     }
 
-    /// The decoder refuses a NUL (above); TOMLKit hands strings over through a C string, cut at the first NUL, so the
-    /// decoder never sees it. The parser replacing TOMLKit keeps the NUL (or refuses the escape): this known issue then
-    /// stops occurring and Swift Testing reports it, and the `withKnownIssue` goes.
+    /// A NUL written as an escape reaches the decoder (TOMLKit cut strings at the first NUL, so `run` bound the
+    /// truncated path) and is refused there.
     @Test("a \\u0000 escape in a socket path is refused at load")
     func nulEscapeInSocketPath() {
         let text =
@@ -90,11 +89,9 @@ struct HostileConfigurationTests {
                 socket = "/run/kiosk\\u0000/touch.sock"
                 responds_to = ["pay"]
                 """
-        withKnownIssue("TOMLKit cuts strings at a NUL (String(cString:)) before the decoder sees them") {
-            let lines = TestSupport.problemLines(ConfigurationLoader.load(text: text, path: "x.toml"))
-            #expect(!lines.isEmpty)
-            #expect(lines.allSatisfy { $0.contains("NUL") }, "\(lines)")
-        }
+        let lines = TestSupport.problemLines(ConfigurationLoader.load(text: text, path: "x.toml"))
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { $0.contains("NUL") }, "\(lines)")
     }
 
     // MARK: - Relative programs

@@ -76,8 +76,8 @@ private struct Decoder {
 
     init(root: TableReader) {
         self.root = root
-        let locator = root.log.locator
-        warnings = WarningLog(position: { locator.position(of: $0).map { ($0.line, $0.column) } })
+        let log = root.log
+        warnings = WarningLog(position: { log.position(of: $0).map { ($0.line, $0.column) } })
     }
 
     mutating func decode() -> Configuration? {
