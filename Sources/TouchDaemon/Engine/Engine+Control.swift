@@ -1,0 +1,288 @@
+import Logging
+import TouchModel
+
+/// What `stats` reports beyond the engine's own counters: the figures of the parts around it, read by the loop.
+struct EdgeStatistics: Sendable {
+    var uptimeMicroseconds: UInt64 = 0
+    var lostEventWarnings = 0
+    var processing = LatencyHistogram()
+    var handling = LatencyHistogram()
+    var sockets: [String: SocketTargetStatistics] = [:]
+    var commands: [String: CommandTargetStatistics] = [:]
+    var controlCounters: [(name: String, value: Int)] = []
+}
+
+/// The control socket's requests, answered where the scene lives, and its subscribers fed.
+extension Engine {
+    /// Answers one control note at `now` (monotonic microseconds); `edge` is read only for `stats`.
+    mutating func handle(_ note: ControlNote, now: UInt64, edge: () -> EdgeStatistics) -> [Effect] {
+        var effects: [Effect] = []
+        switch note {
+        case .request(let request): answer(request, now: now, edge: edge, into: &effects)
+        case .disconnected(let client): subscriptions.remove(client, scene: &scene)
+        }
+        return effects
+    }
+
+    private mutating func answer(
+        _ request: ControlRequest, now microseconds: UInt64, edge: () -> EdgeStatistics, into effects: inout [Effect]
+    ) {
+        let client = request.client
+        let id = request.id
+        let now = Instant(microseconds: microseconds)
+        switch request.command {
+        case .state:
+            effects.append(.control(.response(client: client, id: id, result: stateJSON())))
+        case .stats:
+            effects.append(.control(.response(client: client, id: id, result: statsJSON(edge()))))
+        case .set(let name, let enabled, let selected, let value):
+            guard scene.control(name) != nil else {
+                return refuse(request, code: "unknown_control", "no control called '\(name)'", into: &effects)
+            }
+            if let value, !value.isFinite {
+                return refuse(request, code: "invalid_value", "the value must be a finite number", into: &effects)
+            }
+            let before = controlJSON(name)
+            if let enabled {
+                deliver(
+                    scene.setEnabled(name, enabled, at: now), device: nil, fromInput: false, now: microseconds,
+                    into: &effects)
+            }
+            if let selected {
+                deliver(
+                    scene.setSelected(name, selected, at: now), device: nil, fromInput: false, now: microseconds,
+                    into: &effects)
+            }
+            if let value {
+                deliver(
+                    scene.setValue(name, value, at: now), device: nil, fromInput: false, now: microseconds,
+                    into: &effects)
+            }
+            let after = controlJSON(name)
+            effects.append(
+                .log(
+                    .info, "control changed over the control socket",
+                    ["control.id": "\(name)", "client": "\(client)", "state": "\(after)"]))
+            effects.append(.control(.response(client: client, id: id, result: after)))
+            if after != before {
+                broadcast(.state, control: name, members: stateMembers(name), into: &effects)
+            }
+        case .send(let name, let eventNames):
+            guard scene.control(name) != nil else {
+                return refuse(request, code: "unknown_control", "no control called '\(name)'", into: &effects)
+            }
+            var events = Control.Event()
+            for eventName in eventNames {
+                guard let event = configuration.controlEvent(named: eventName) else {
+                    return refuse(
+                        request, code: "unknown_event", "no control event called '\(eventName)'", into: &effects)
+                }
+                events.formUnion(event)
+            }
+            let output = scene.sendActions(for: events, control: name, at: now)
+            let fired = output.entries.count { entry in
+                guard case .action(let action) = entry else { return false }
+                return ControlSubscriptions.client(ofTarget: action.target) == nil
+            }
+            effects.append(
+                .log(
+                    .info, "actions sent over the control socket",
+                    [
+                        "control.id": "\(name)", "client": "\(client)",
+                        "events": "\(eventNames.joined(separator: ","))", "actions": "\(fired)",
+                    ]))
+            deliver(output, device: nil, fromInput: false, now: microseconds, into: &effects)
+            var result = JSONLine()
+            result.add("actions", fired)
+            effects.append(.control(.response(client: client, id: id, result: result.line)))
+        case .screen(let screen):
+            if let screen {
+                guard scene.screenIDs.contains(screen) else {
+                    return refuse(request, code: "unknown_screen", "no screen called '\(screen)'", into: &effects)
+                }
+                let changed = scene.activeScreen != screen
+                deliver(
+                    scene.activateScreen(screen, at: now), device: nil, fromInput: false, now: microseconds,
+                    into: &effects)
+                if changed {
+                    effects.append(.log(.info, "screen switched over the control socket", ["screen": "\(screen)"]))
+                    var members = JSONLine()
+                    members.add("kind", ControlSubscriptions.Kind.screen.rawValue)
+                    members.add("screen", screen)
+                    broadcast(.screen, members: members.members, into: &effects)
+                }
+            }
+            var result = JSONLine()
+            result.add("active_screen", scene.activeScreen)
+            effects.append(.control(.response(client: client, id: id, result: result.line)))
+        case .subscribe(let filter):
+            if let error = subscriptions.subscribe(client, filter: filter, scene: &scene, configuration: configuration)
+            {
+                return effects.append(.control(.failure(client: client, id: id, error: error)))
+            }
+            effects.append(.control(.subscribed(client: client, id: id, snapshot: stateJSON())))
+        case .unsubscribe:
+            subscriptions.remove(client, scene: &scene)
+            effects.append(.control(.unsubscribed(client: client, id: id)))
+        }
+    }
+
+    private func refuse(_ request: ControlRequest, code: String, _ message: String, into effects: inout [Effect]) {
+        effects.append(
+            .control(
+                .failure(client: request.client, id: request.id, error: ControlError(code: code, message: message))))
+    }
+
+    /// Queues an event for the subscribers that want its kind. A control's state events are coalesced for a reader
+    /// that falls behind (fault-cases.md K8: a flood of `set` requests): the latest state is what counts.
+    func broadcast(
+        _ kind: ControlSubscriptions.Kind, control: String? = nil, members: String, into effects: inout [Effect]
+    ) {
+        let recipients = subscriptions.recipients(of: kind, control: control)
+        guard !recipients.isEmpty else { return }
+        let key = kind == .state ? control.map { "state:\($0)" } : nil
+        effects.append(.control(.event(ControlEvent(recipients: recipients, members: members, coalescingKey: key))))
+    }
+
+    /// Tells subscribers about a touchscreen that came, went or was left out.
+    func broadcastDevice(_ change: String, _ device: DeviceInfo, reason: String? = nil, into effects: inout [Effect]) {
+        var members = JSONLine()
+        members.add("kind", ControlSubscriptions.Kind.device.rawValue)
+        members.add("change", change)
+        members.add("device", device.sysname)
+        members.add("name", device.name)
+        if let reason { members.add("reason", reason) }
+        broadcast(.device, members: members.members, into: &effects)
+    }
+
+    /// Tells subscribers a reload succeeded or was refused.
+    func broadcastConfig(_ change: String, problems: Int? = nil, into effects: inout [Effect]) {
+        var members = JSONLine()
+        members.add("kind", ControlSubscriptions.Kind.config.rawValue)
+        members.add("change", change)
+        members.add("generation", generation)
+        if let problems { members.add("problems", problems) }
+        broadcast(.config, members: members.members, into: &effects)
+    }
+
+    // MARK: - Results
+
+    /// `state`'s result, and a subscription's snapshot.
+    func stateJSON() -> String {
+        var line = JSONLine()
+        line.add("generation", generation)
+        line.add("active_screen", scene.activeScreen)
+        line.add("screens", strings: scene.screenIDs)
+        line.add("controls", json: JSONLine.array(scene.controlIDs.map(controlJSON)))
+        line.add("gestures", strings: scene.gestureIDs)
+        line.add(
+            "devices",
+            json: JSONLine.array(
+                router.touchscreens.map { device in
+                    var entry = JSONLine()
+                    entry.add("sysname", device.sysname)
+                    entry.add("name", device.name)
+                    entry.add("vendor", DeviceInfo.hex(device.vendor))
+                    entry.add("product", DeviceInfo.hex(device.product))
+                    entry.add("node", device.devnode)
+                    return entry.line
+                }))
+        line.add("contacts", scene.contactCount)
+        return line.line
+    }
+
+    /// One control's state, as `state` and `set` show it.
+    func controlJSON(_ id: String) -> String {
+        var line = JSONLine()
+        line.add("id", id)
+        guard let control = scene.control(id), let state = scene.state(of: id) else { return line.line }
+        switch control.kind {
+        case .button: line.add("kind", "button")
+        case .toggle: line.add("kind", "toggle")
+        case .slider: line.add("kind", "slider")
+        case .segmented: line.add("kind", "segmented")
+        }
+        line.add("enabled", control.isEnabled)
+        line.add("selected", control.isSelected)
+        line.add("highlighted", state.contains(.highlighted))
+        line.add("tracking", scene.isTracking(id))
+        if control.hasValue { line.add("value", control.value) }
+        return line.line
+    }
+
+    /// A `state` event's members: the control's id, enabled, selected, highlighted, and value when it has one.
+    private func stateMembers(_ id: String) -> String {
+        var line = JSONLine()
+        line.add("kind", ControlSubscriptions.Kind.state.rawValue)
+        line.add("control", id)
+        if let control = scene.control(id), let state = scene.state(of: id) {
+            line.add("enabled", control.isEnabled)
+            line.add("selected", control.isSelected)
+            line.add("highlighted", state.contains(.highlighted))
+            if control.hasValue { line.add("value", control.value) }
+        }
+        return line.members
+    }
+
+    /// `stats`' result.
+    func statsJSON(_ edge: EdgeStatistics) -> String {
+        var line = JSONLine()
+        line.add("generation", generation)
+        line.add("uptime_us", Int(clamping: edge.uptimeMicroseconds))
+        line.add("frames", statistics.frames)
+        line.add("control_events", statistics.controlEvents)
+        line.add("gesture_events", statistics.gestureEvents)
+        line.add("actions", statistics.actions)
+        line.add("unhandled_actions", statistics.unhandledActions)
+        line.add("contacts_over_limit", statistics.contactsOverLimit)
+        line.add("diagnostics", statistics.diagnostics)
+        line.add("reloads", statistics.reloads)
+        line.add("reload_failures", statistics.reloadFailures)
+        line.add("libinput_lost_event_warnings", edge.lostEventWarnings)
+        line.add("processing", json: Self.histogramJSON(edge.processing))
+        line.add("handling", json: Self.histogramJSON(edge.handling))
+        var targets = JSONLine()
+        for (name, counts) in edge.sockets.sorted(by: { $0.key < $1.key }) {
+            var entry = JSONLine()
+            entry.add("kind", "socket")
+            entry.add("sent", counts.sent)
+            entry.add("dropped", counts.dropped)
+            entry.add("failed", counts.failed)
+            entry.add("connected", counts.connected)
+            entry.add("queued", counts.queued)
+            targets.add(name, json: entry.line)
+        }
+        for (name, counts) in edge.commands.sorted(by: { $0.key < $1.key }) {
+            var entry = JSONLine()
+            entry.add("kind", "exec")
+            entry.add("started", counts.started)
+            entry.add("succeeded", counts.succeeded)
+            entry.add("failed", counts.failed)
+            entry.add("timed_out", counts.timedOut)
+            entry.add("terminated", counts.terminated)
+            entry.add("spawn_errors", counts.spawnErrors)
+            entry.add("dropped", counts.dropped)
+            targets.add(name, json: entry.line)
+        }
+        line.add("targets", json: targets.line)
+        line.add("subscribers", subscriptions.subscriptions.count)
+        var server = JSONLine()
+        for counter in edge.controlCounters { server.add(counter.name, counter.value) }
+        line.add("control_socket", json: server.line)
+        return line.line
+    }
+
+    private static func histogramJSON(_ histogram: LatencyHistogram) -> String {
+        var line = JSONLine()
+        line.add("samples", histogram.count)
+        for (key, fraction) in [("p50_us", 0.5), ("p99_us", 0.99)] {
+            if let value = histogram.percentile(fraction) {
+                line.add(key, Int(clamping: value))
+            } else {
+                line.add(key, nil as String?)
+            }
+        }
+        line.add("max_us", Int(clamping: histogram.maximum))
+        return line.line
+    }
+}

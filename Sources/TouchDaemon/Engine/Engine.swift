@@ -1,0 +1,432 @@
+import Logging
+import TouchModel
+
+/// What the daemon must do, as a value: the engine decides, the loop around it does it.
+enum Effect: Sendable {
+    /// Hand an action to its target's executor. `fromInput`: it was caused by an input event (so its time is a
+    /// kernel timestamp and it counts in the processing-latency figures).
+    case deliver(ActionDelivery, executor: ExecutorKind, fromInput: Bool)
+    /// Send a response or an event to control-socket clients.
+    case control(ControlMessage)
+    /// Write a log line.
+    case log(Logger.Level, String, Logger.Metadata)
+    /// Tell systemd something (sd_notify).
+    case notify(Notification)
+    /// A reload was taken: hand over what is pending under the old targets, then configure the executors for these.
+    case configureExecutors(Configuration)
+
+    enum Notification: Equatable, Sendable {
+        /// `READY=1` with the status: after start and after a reload (taken or refused).
+        case ready(status: String)
+        /// The status alone.
+        case status(String)
+    }
+}
+
+/// Which executor takes a target's actions.
+enum ExecutorKind: Hashable, Sendable {
+    case socket
+    case exec
+}
+
+extension Configuration.TargetDefinition.Kind {
+    var executor: ExecutorKind {
+        switch self {
+        case .socket: .socket
+        case .exec: .exec
+        }
+    }
+}
+
+/// A reload's reading of the file: a configuration to take, or the problem lines that refuse it.
+enum LoadOutcome: Sendable {
+    case loaded(Configuration)
+    case refused([String])
+}
+
+/// The daemon's logic with no I/O: one value that takes what happens (decoded input events, deadlines reached, a
+/// suspend noticed, control-socket requests, a new configuration) with the time it happened, and returns what to do
+/// as ``Effect`` values, in order. It owns the scene, the router, reloads (hand-over included), the statistics, the
+/// status text and the log policy for diagnostics. It holds no file descriptor, reads no clock and starts no thread:
+/// `touchd run`'s input loop feeds it and performs its effects, and tests drive it directly.
+struct Engine {
+    /// Counters kept by the engine.
+    struct Statistics: Sendable {
+        var frames = 0
+        var controlEvents = 0
+        var gestureEvents = 0
+        var actions = 0
+        /// Actions no responder handled (nil target and nobody in the chain responds).
+        var unhandledActions = 0
+        /// Contacts ignored because `max_contacts` were already down.
+        var contactsOverLimit = 0
+        var diagnostics = 0
+        var reloads = 0
+        var reloadFailures = 0
+    }
+
+    private(set) var configuration: Configuration
+    /// Changed only by the engine's own methods (this file and Engine+Control.swift).
+    var scene: Scene
+    private(set) var router: TouchRouter
+    /// 1 at start, one more per reload taken.
+    private(set) var generation = 1
+    private(set) var statistics = Statistics()
+    /// The control socket's subscribers: weak targets in the scene.
+    var subscriptions = ControlSubscriptions()
+    /// When the scene next needs ``advance(to:)``, if ever.
+    private(set) var nextDeadline: Instant?
+    /// Whether debug lines (every control event and action) are wanted; building them costs time on every touch.
+    let logsDebug: Bool
+    /// Why there is no control socket, shown in the status; nil when there is one or it is turned off.
+    let controlProblem: String?
+    /// Touchscreens udev knows that libinput did not take (fault-cases.md D12), shown in the status.
+    private(set) var unusable: [UnusableTouchscreen] = []
+    private var diagnosticLimit = RateLimit()
+    /// The status systemd was last told.
+    private var lastStatus: String?
+    /// Set when a device came, went or was left out, so the status is rebuilt only then, not on every touch.
+    private var devicesChanged = false
+
+    /// Starts with a configuration and the scene made from it (the caller made it, to report a scene that cannot be
+    /// built before anything starts).
+    init(configuration: Configuration, scene: Scene, logsDebug: Bool = false, controlProblem: String? = nil) {
+        self.configuration = configuration
+        self.scene = scene
+        self.router = TouchRouter(output: configuration.output, allowList: configuration.devices)
+        self.logsDebug = logsDebug
+        self.controlProblem = controlProblem
+    }
+
+    // MARK: - Input
+
+    /// Handles one dispatch's worth of decoded input events; `now` is the monotonic time (microseconds) they were
+    /// read at, used for the router's own notes (a removed device's cancellations).
+    mutating func handle(_ events: [InputEvent], now: UInt64) -> [Effect] {
+        var effects: [Effect] = []
+        for event in events {
+            for note in router.handle(event, now: now) {
+                switch note {
+                case .frame(let frame, let device):
+                    statistics.frames &+= 1
+                    deliver(scene.handle(frame), device: device, fromInput: true, now: now, into: &effects)
+                case .accepted(let device):
+                    devicesChanged = true
+                    effects.append(
+                        .log(.info, "touchscreen added", Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 }))
+                    broadcastDevice("added", device, into: &effects)
+                case .ignored(let device, let reason):
+                    var metadata = Self.metadata(of: device)
+                    metadata["reason"] = "\(reason)"
+                    metadata[MessageID.metadataKey] = "\(MessageID.deviceIgnored)"
+                    effects.append(.log(.info, "input device ignored", metadata))
+                    broadcastDevice("ignored", device, reason: "\(reason)", into: &effects)
+                case .removed(let device, let wasUsed):
+                    devicesChanged = true
+                    guard wasUsed else {
+                        if logsDebug { effects.append(.log(.debug, "input device removed", Self.metadata(of: device))) }
+                        continue
+                    }
+                    effects.append(
+                        .log(.info, "touchscreen removed", Self.metadata(of: device).merging(MessageID.deviceRemoved.metadata) { $1 }))
+                    broadcastDevice("removed", device, into: &effects)
+                    if router.touchscreens.isEmpty { effects.append(waitingLine) }
+                }
+            }
+        }
+        if devicesChanged { statusIfChanged(into: &effects) }
+        return effects
+    }
+
+    /// Fires what fell due by `now` (long presses, repeat windows, gesture timeouts); nothing when nothing is due.
+    mutating func advance(to now: UInt64) -> [Effect] {
+        guard let deadline = nextDeadline, now >= deadline.microseconds else { return [] }
+        var effects: [Effect] = []
+        deliver(scene.advance(to: Instant(microseconds: now)), device: nil, fromInput: false, now: now, into: &effects)
+        return effects
+    }
+
+    /// After a suspend (fault-cases.md P1): the contacts that were down end with touchCancel, and the router drops
+    /// whatever else they send, lift included, so nothing clicks. Gestures and long presses they were part of are
+    /// cancelled with them.
+    mutating func resumed(afterSleeping asleep: UInt64, now: UInt64) -> [Effect] {
+        let contacts = router.orphanActiveContacts()
+        var effects: [Effect] = [
+            .log(
+                .info, "the system was suspended; contacts that were down are cancelled",
+                ["suspended_ms": "\(asleep / 1000)", "contacts": "\(contacts.count)"])
+        ]
+        cancel(contacts, now: now, into: &effects)
+        return effects
+    }
+
+    /// Takes the touchscreens udev knows that libinput did not take as one: says once per device which cannot be
+    /// used and why (fault-cases.md D12); the status lists them until they are unplugged.
+    mutating func unusableTouchscreens(_ current: [UnusableTouchscreen]) -> [Effect] {
+        guard current != unusable else { return [] }
+        var effects: [Effect] = []
+        for device in current where !unusable.contains(device) {
+            var metadata: Logger.Metadata = [
+                "device.name": "\(device.name)", "device.sysname": "\(device.sysname)", "reason": "\(device.reason)",
+                MessageID.metadataKey: "\(MessageID.deviceUnusable)",
+            ]
+            if let node = device.devnode { metadata["device.node"] = "\(node)" }
+            effects.append(.log(.warning, "touchscreen not usable: \(device.reason)", metadata))
+        }
+        for device in unusable where !current.contains(where: { $0.sysname == device.sysname }) {
+            effects.append(.log(.info, "unusable touchscreen gone", ["device.sysname": "\(device.sysname)"]))
+        }
+        unusable = current
+        statusIfChanged(into: &effects)
+        return effects
+    }
+
+    // MARK: - Start, reload, stop
+
+    /// The first status, for `READY=1`: call once, after the devices present at start were handled.
+    mutating func started() -> [Effect] {
+        var effects: [Effect] = []
+        if router.touchscreens.isEmpty { effects.append(waitingLine) }
+        lastStatus = status
+        effects.append(.notify(.ready(status: status)))
+        effects.append(.log(.info, "ready", ["status": "\(status)", MessageID.metadataKey: "\(MessageID.ready)"]))
+        return effects
+    }
+
+    /// A reload's outcome: the loaded configuration, or the problem lines that refused it. A configuration is taken
+    /// only if its scene can be built; then the contacts that are down end in the old layout (touchCancel, their
+    /// actions under the old targets) and the router ignores them until they lift, so the new layout never sees a
+    /// touch that began nowhere.
+    mutating func reload(_ loaded: LoadOutcome, path: String, now: UInt64) -> [Effect] {
+        let configuration: Configuration
+        let newScene: Scene
+        switch loaded {
+        case .refused(let lines):
+            return reloadFailed(lines)
+        case .loaded(let candidate):
+            do {
+                newScene = try candidate.makeScene()
+            } catch {
+                return reloadFailed(error.problems.map { "\(path): error: \($0)" })
+            }
+            configuration = candidate
+        }
+        var effects: [Effect] = []
+        cancel(router.activeContacts, now: now, into: &effects)
+        let previousControl = self.configuration.control
+        self.configuration = configuration
+        scene = newScene
+        nextDeadline = nil
+        generation += 1
+        // Subscribers are weak targets of the old scene: they follow the new one.
+        subscriptions.reinstall(in: &scene)
+        statistics.reloads &+= 1
+        let notes = router.reconfigure(output: configuration.output, allowList: configuration.devices)
+        // Commands that are running go on running (fault-cases.md C18); only what comes next uses the new targets.
+        effects.append(.configureExecutors(configuration))
+        for note in notes {
+            switch note {
+            case .accepted(let device): effects.append(.log(.info, "touchscreen now used", Self.metadata(of: device)))
+            case .ignored(let device, let reason):
+                var metadata = Self.metadata(of: device)
+                metadata["reason"] = "\(reason)"
+                effects.append(.log(.info, "touchscreen no longer used", metadata))
+            case .frame, .removed: break
+            }
+        }
+        effects.append(
+            .log(
+                .info, "configuration reloaded",
+                [
+                    "generation": "\(generation)", "controls": "\(configuration.controls.count)",
+                    MessageID.metadataKey: "\(MessageID.configLoaded)",
+                ]))
+        if configuration.control != previousControl {
+            effects.append(
+                .log(
+                    .warning, "the [control_socket] settings changed; they apply at the next start",
+                    ["config": "\(path)"]))
+        }
+        broadcastConfig("reloaded", into: &effects)
+        lastStatus = status
+        effects.append(.notify(.ready(status: status)))
+        return effects
+    }
+
+    private mutating func reloadFailed(_ lines: [String]) -> [Effect] {
+        statistics.reloadFailures &+= 1
+        var effects: [Effect] = lines.map { .log(.error, $0, [:]) }
+        effects.append(
+            .log(
+                .error, "reload failed; the previous configuration stays in use",
+                [
+                    "generation": "\(generation)", "problems": "\(lines.count)",
+                    MessageID.metadataKey: "\(MessageID.configRejected)",
+                ]))
+        effects.append(.notify(.ready(status: "reload failed: \(lines.first ?? "unknown error")")))
+        broadcastConfig("rejected", problems: lines.count, into: &effects)
+        return effects
+    }
+
+    /// At stop: the contacts that are down end with touchCancel, their actions still delivered.
+    mutating func stopping(now: UInt64) -> [Effect] {
+        var effects: [Effect] = []
+        cancel(router.activeContacts, now: now, into: &effects)
+        return effects
+    }
+
+    // MARK: - Status
+
+    /// The systemd status: the touchscreens in use (or that none is), the control socket's problem, the unusable
+    /// touchscreens.
+    var status: String {
+        let screens = router.touchscreens
+        var text: String
+        switch screens.count {
+        case 0: text = "waiting for a touchscreen"
+        case 1: text = "1 touchscreen: \(screens[0].name)"
+        default: text = "\(screens.count) touchscreens: \(screens.map(\.name).joined(separator: ", "))"
+        }
+        if let controlProblem { text += "; \(controlProblem)" }
+        if !unusable.isEmpty {
+            text += "; not usable: " + unusable.map { "\($0.name) (\($0.sysname))" }.joined(separator: ", ")
+        }
+        return text
+    }
+
+    /// Tells systemd the status when it changed since it was last told (devices come and go).
+    private mutating func statusIfChanged(into effects: inout [Effect]) {
+        devicesChanged = false
+        guard let last = lastStatus else { return }  // not started yet: READY=1 carries the first status
+        let current = status
+        guard current != last else { return }
+        lastStatus = current
+        effects.append(.notify(.status(current)))
+    }
+
+    private var waitingLine: Effect {
+        .log(.info, "waiting for a touchscreen", ["seat": "\(configuration.seat)"])
+    }
+
+    // MARK: - Delivering the scene's output
+
+    /// Cancels `contacts` in the scene (and delivers what that causes).
+    private mutating func cancel(_ contacts: [ContactID], now: UInt64, into effects: inout [Effect]) {
+        guard !contacts.isEmpty else { return }
+        deliver(
+            scene.handle(Frame(time: scene.now, samples: contacts.map { .cancelled($0) })), device: nil,
+            fromInput: false, now: now, into: &effects)
+    }
+
+    /// Turns the scene's output into effects: deliveries for the configured targets, events for subscribers, debug
+    /// lines, and diagnostics at their level (rate-limited above debug).
+    mutating func deliver(
+        _ output: Output, device: DeviceInfo?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
+    ) {
+        nextDeadline = output.nextDeadline
+        for entry in output.entries {
+            switch entry {
+            case .event(let record):
+                statistics.controlEvents &+= 1
+                guard logsDebug else { continue }
+                effects.append(
+                    .log(
+                        .debug, "control event",
+                        [
+                            "control.id": "\(record.control)", "event": "\(configuration.name(of: record.event))",
+                            "contact": "\(record.contact.map { "\($0)" } ?? "-")", "state": "\(record.state)",
+                        ]))
+            case .gesture(let record):
+                statistics.gestureEvents &+= 1
+                guard logsDebug else { continue }
+                effects.append(
+                    .log(
+                        .debug, "gesture event",
+                        [
+                            "gesture.id": "\(record.gesture)", "event": "\(record.event)",
+                            "state": "\(record.state.rawValue)",
+                            "contacts": "\(record.contacts.map(String.init).joined(separator: ","))",
+                        ]))
+            case .action(let action):
+                if let event = ControlSubscriptions.event(
+                    for: action, configuration: configuration, device: device?.sysname, generation: generation)
+                {
+                    effects.append(.control(.event(event)))
+                    continue
+                }
+                statistics.actions &+= 1
+                dispatch(action, device: device, fromInput: fromInput, into: &effects)
+            }
+        }
+        for diagnostic in output.diagnostics { report(diagnostic, now: now, into: &effects) }
+    }
+
+    private mutating func dispatch(
+        _ action: ResolvedAction, device: DeviceInfo?, fromInput: Bool, into effects: inout [Effect]
+    ) {
+        guard let targetName = action.target,
+            let target = configuration.targets.first(where: { $0.name == targetName }),
+            let delivery = ActionDelivery(
+                action, configuration: configuration, device: device?.sysname, generation: generation)
+        else {
+            statistics.unhandledActions &+= 1
+            if logsDebug {
+                effects.append(
+                    .log(
+                        .debug, "action not handled by any responder",
+                        [
+                            "action": "\(action.action)", "control.id": "\(action.control)",
+                            "event": "\(ActionDelivery.eventName(of: action, configuration: configuration))",
+                        ]))
+            }
+            return
+        }
+        effects.append(.deliver(delivery, executor: target.kind.executor, fromInput: fromInput))
+        if logsDebug {
+            effects.append(
+                .log(
+                    .debug, "action",
+                    ["action": "\(action.action)", "target": "\(targetName)", "event": "\(delivery.event)"]))
+        }
+    }
+
+    private mutating func report(_ diagnostic: Diagnostic, now: UInt64, into effects: inout [Effect]) {
+        statistics.diagnostics &+= 1
+        let level: Logger.Level
+        switch diagnostic {
+        case .contactLimitReached:
+            statistics.contactsOverLimit &+= 1
+            level = .warning
+        case .unexpectedTransition, .unexpectedGestureTransition: level = .error
+        case .trackingCancelled(_, _, let reason): level = reason == .stuck ? .warning : .debug
+        case .timeWentBackwards, .controlBusy: level = .debug
+        case .unknownContact, .contactRestarted, .invalidLocation: level = .warning
+        case .unknownControl, .unknownScreen, .unknownTarget, .unknownGesture, .targetDoesNotRespond, .invalidValue:
+            level = .info
+        }
+        guard level > .debug else {
+            if logsDebug { effects.append(.log(.debug, "\(diagnostic)", [:])) }
+            return
+        }
+        switch diagnosticLimit.check(now: now) {
+        case .suppress: return
+        case .pass(let suppressed):
+            var metadata: Logger.Metadata = [:]
+            if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+            effects.append(.log(level, "\(diagnostic)", metadata))
+        }
+    }
+
+    static func metadata(of device: DeviceInfo) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "device.name": "\(device.name)", "device.sysname": "\(device.sysname)",
+            "device.vendor": "\(DeviceInfo.hex(device.vendor))", "device.product": "\(DeviceInfo.hex(device.product))",
+        ]
+        if let width = device.widthMillimetres, let height = device.heightMillimetres {
+            metadata["device.size_mm"] = "\(Int(exactly: width.rounded()) ?? 0)x\(Int(exactly: height.rounded()) ?? 0)"
+        }
+        if let node = device.devnode { metadata["device.node"] = "\(node)" }
+        if device.touchCount > 0 { metadata["device.contacts"] = "\(device.touchCount)" }
+        return metadata
+    }
+}

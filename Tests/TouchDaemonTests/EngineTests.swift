@@ -1,0 +1,412 @@
+import Logging
+import Testing
+import TouchModel
+
+@testable import TouchDaemon
+
+/// The engine driven directly, from decoded input events to the effects `touchd run` performs, without libinput, a
+/// VM or a clock: the same sequence the end-to-end test runs in the guest (hot-plug, tap, drags, two fingers, the
+/// long press and the edge swipe, unplug and replug, a single-touch screen, reloads), plus suspend, unusable
+/// touchscreens and control-socket answers.
+@Suite("Engine")
+struct EngineTests {
+    /// The end-to-end test's configuration (Sources/TouchdEndToEnd/Config.swift): a 1000×1000 output, button `a` at
+    /// x 100…299, y 100…299, button `b` at x 600…799, the same y; a three-finger long press of 300 ms in the
+    /// bottom-left corner; a swipe to the right from the left edge.
+    static func configuration(actionForA: String = "a") -> String {
+        """
+        [output]
+        width = 1000
+        height = 1000
+
+        [tracking]
+        drag_outset = 70
+        repeat_interval_ms = 350
+        repeat_slop = 45
+
+        [targets.e2e]
+        socket = "/run/e2e.sock"
+        responds_to = ["a", "b", "a2", "admin", "back"]
+
+        [[control]]
+        id = "a"
+        kind = "button"
+        frame = { x = 100, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["allTouchEvents"], target = "e2e", action = "\(actionForA)" }]
+
+        [[control]]
+        id = "b"
+        kind = "button"
+        frame = { x = 600, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["allTouchEvents"], target = "e2e", action = "b" }]
+
+        [[gesture]]
+        id = "admin"
+        kind = "long_press"
+        fingers = 3
+        minimum_duration_ms = 300
+        frame = { x = 0, y = 800, width = 200, height = 200 }
+        actions = [{ events = ["recognized"], target = "e2e", action = "admin" }]
+
+        [[gesture]]
+        id = "back"
+        kind = "swipe"
+        directions = ["right"]
+        minimum_distance = 150
+        edge = "left"
+        edge_margin = 30
+        actions = [{ events = ["recognized"], target = "e2e", action = "back" }]
+
+        """
+    }
+
+    static func load(_ text: String) throws -> Configuration {
+        switch ConfigurationLoader.load(text: text, path: "engine.toml") {
+        case .success(let configuration): return configuration
+        case .failure(let error): throw error
+        }
+    }
+
+    /// Feeds the engine as the input loop does, with a clock of its own that only moves when told.
+    struct Driver {
+        var engine: Engine
+        /// Monotonic microseconds.
+        var now: UInt64 = 10_000_000
+
+        init(_ text: String = EngineTests.configuration()) throws {
+            let configuration = try EngineTests.load(text)
+            engine = Engine(configuration: configuration, scene: try configuration.makeScene())
+            _ = engine.started()
+        }
+
+        static func device(_ id: Int, name: String = "panel", contacts: Int = 10) -> DeviceInfo {
+            DeviceInfo(
+                id: id, name: name, sysname: "event\(id)", vendor: 0x1234, product: 0x5678, widthMillimetres: 250,
+                heightMillimetres: 250, devnode: "/dev/input/event\(id)", links: [], isTouchscreen: true,
+                touchCount: contacts)
+        }
+
+        mutating func plug(_ id: Int, name: String = "panel", contacts: Int = 10) -> [Effect] {
+            engine.handle([.deviceAdded(Self.device(id, name: name, contacts: contacts))], now: now)
+        }
+
+        mutating func unplug(_ id: Int) -> [Effect] {
+            engine.handle([.deviceRemoved(id: id)], now: now)
+        }
+
+        enum Change {
+            case down(Int, Double, Double)
+            case move(Int, Double, Double)
+            case up(Int)
+        }
+
+        /// One frame of changes (seat slots, output pixels), `after` milliseconds after the previous one. A
+        /// single-touch device reports slot −1 and seat slot 0, as libinput does.
+        mutating func frame(
+            _ changes: [Change], device: Int = 1, after milliseconds: UInt64 = 20, singleTouch: Bool = false
+        ) -> [Effect] {
+            now += milliseconds * 1000
+            var events: [InputEvent] = changes.map { change in
+                let (kind, slot, x, y): (TouchEvent.Kind, Int, Double?, Double?) =
+                    switch change {
+                    case .down(let slot, let x, let y): (.down, slot, x / 1000, y / 1000)
+                    case .move(let slot, let x, let y): (.motion, slot, x / 1000, y / 1000)
+                    case .up(let slot): (.up, slot, nil, nil)
+                    }
+                return .touch(
+                    TouchEvent(
+                        device: device, kind: kind, seatSlot: slot, slot: singleTouch ? -1 : slot, time: now, x: x,
+                        y: y))
+            }
+            events.append(.touch(TouchEvent(device: device, kind: .frame, seatSlot: -1, slot: -1, time: now)))
+            // The loop reads the events a little after the kernel stamped them.
+            return engine.handle(events, now: now + 300)
+        }
+
+        mutating func tap(at x: Double, _ y: Double, device: Int = 1, singleTouch: Bool = false) -> [Effect] {
+            frame([.down(0, x, y)], device: device, singleTouch: singleTouch)
+                + frame([.up(0)], device: device, after: 50, singleTouch: singleTouch)
+        }
+
+        /// Lets `milliseconds` pass and fires what fell due.
+        mutating func wait(_ milliseconds: UInt64) -> [Effect] {
+            now += milliseconds * 1000
+            return engine.advance(to: now)
+        }
+
+        mutating func request(_ command: ControlRequest.Command, client: ControlClientID = 7) -> [Effect] {
+            let request = ControlRequest(client: client, id: .number(1), role: .controller, command: command)
+            return engine.handle(.request(request), now: now, edge: { EdgeStatistics() })
+        }
+    }
+
+    // MARK: - Reading effects
+
+    /// `control:event` of each delivery, in order.
+    static func deliveries(_ effects: [Effect]) -> [String] {
+        effects.compactMap {
+            if case .deliver(let delivery, _, _) = $0 { "\(delivery.control):\(delivery.event)" } else { nil }
+        }
+    }
+
+    static func deliveryValues(_ effects: [Effect]) -> [ActionDelivery] {
+        effects.compactMap { if case .deliver(let delivery, _, _) = $0 { delivery } else { nil } }
+    }
+
+    static func statuses(_ effects: [Effect]) -> [String] {
+        effects.compactMap {
+            switch $0 {
+            case .notify(.status(let status)), .notify(.ready(let status)): status
+            default: nil
+            }
+        }
+    }
+
+    static func logs(_ effects: [Effect], at level: Logger.Level? = nil) -> [String] {
+        effects.compactMap {
+            if case .log(let logLevel, let message, _) = $0, level == nil || level == logLevel { message } else { nil }
+        }
+    }
+
+    static func responses(_ effects: [Effect]) -> [ControlMessage] {
+        effects.compactMap { if case .control(let message) = $0 { message } else { nil } }
+    }
+
+    // MARK: - The end-to-end sequence
+
+    @Test("a touchscreen plugged after the start is used and the status says so")
+    func hotplugAfterStart() throws {
+        var driver = try Driver()
+        #expect(driver.engine.status == "waiting for a touchscreen")
+        let effects = driver.plug(1, name: "ILITEK")
+        #expect(Self.statuses(effects) == ["1 touchscreen: ILITEK"])
+        #expect(Self.logs(effects, at: .info) == ["touchscreen added"])
+        // A touch does not rebuild the status.
+        #expect(Self.statuses(driver.tap(at: 200, 200)).isEmpty)
+    }
+
+    @Test("a tap gives touchDown and touchUpInside once, in order, with the device, contact and generation")
+    func tapOnce() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        let effects = driver.tap(at: 200, 200)
+        #expect(Self.deliveries(effects) == ["a:touchDown", "a:touchUpInside"])
+        let first = try #require(Self.deliveryValues(effects).first)
+        #expect(first.action == "a")
+        #expect(first.target == "e2e")
+        #expect(first.device == "event1")
+        #expect(first.contact == 0)
+        #expect(first.x == 200 && first.y == 200)
+        #expect(first.generation == 1)
+        #expect(first.timeMicroseconds == driver.now - 50_000)
+        #expect(effects.allSatisfy { if case .deliver(_, .socket, true) = $0 { true } else { !Self.isDelivery($0) } })
+        #expect(driver.engine.statistics.frames == 2)
+        #expect(driver.engine.statistics.actions == 2)
+    }
+
+    static func isDelivery(_ effect: Effect) -> Bool {
+        if case .deliver = effect { true } else { false }
+    }
+
+    @Test("dragging out past the outset and back gives touchDragExit then touchDragEnter, and ends inside")
+    func dragOutAndBack() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        var effects = driver.frame([.down(0, 200, 200)])
+        effects += driver.frame([.move(0, 450, 200)])
+        effects += driver.frame([.move(0, 200, 200)])
+        effects += driver.frame([.up(0)])
+        let events = Self.deliveries(effects)
+        #expect(events.first == "a:touchDown")
+        #expect(events.last == "a:touchUpInside")
+        let exit = try #require(events.firstIndex(of: "a:touchDragExit"))
+        let enter = try #require(events.firstIndex(of: "a:touchDragEnter"))
+        #expect(exit < enter)
+        #expect(events.filter { $0 == "a:touchDragExit" }.count == 1)
+    }
+
+    @Test("lifting outside gives touchUpOutside and no touchUpInside")
+    func liftOutside() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        let effects =
+            driver.frame([.down(0, 200, 200)]) + driver.frame([.move(0, 500, 500)]) + driver.frame([.up(0)])
+        let events = Self.deliveries(effects)
+        #expect(events.last == "a:touchUpOutside")
+        #expect(!events.contains("a:touchUpInside"))
+    }
+
+    @Test("two fingers on two controls are tracked independently")
+    func twoFingers() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        let effects =
+            driver.frame([.down(0, 200, 200), .down(1, 700, 200)]) + driver.frame([.up(1)])
+            + driver.frame([.up(0)])
+        #expect(Self.deliveries(effects) == ["a:touchDown", "b:touchDown", "b:touchUpInside", "a:touchUpInside"])
+        #expect(Self.deliveryValues(effects).map(\.contact) == [0, 1, 1, 0])
+    }
+
+    @Test("a three-finger long press in the corner is recognized at its deadline, with no time read by the engine")
+    func longPressInCorner() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        let down = driver.frame([.down(0, 50, 850), .down(1, 100, 900), .down(2, 150, 950)])
+        #expect(Self.deliveries(down).isEmpty)
+        let deadline = try #require(driver.engine.nextDeadline)
+        #expect(Self.deliveries(driver.wait(100)).isEmpty)
+        #expect(deadline.microseconds > driver.now)
+        let recognized = driver.wait(250)
+        #expect(Self.deliveries(recognized) == ["admin:recognized"])
+        #expect(Self.deliveryValues(recognized).first?.gesture == "admin")
+        let lift = driver.frame([.up(0), .up(1), .up(2)])
+        #expect(Self.deliveries(lift).isEmpty)
+    }
+
+    @Test("a swipe to the right from the left edge is recognized")
+    func edgeSwipe() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        var effects = driver.frame([.down(0, 10, 500)])
+        for x in stride(from: 60.0, through: 260.0, by: 50) { effects += driver.frame([.move(0, x, 500)], after: 16) }
+        effects += driver.frame([.up(0)], after: 16)
+        #expect(Self.deliveries(effects) == ["back:recognized"])
+    }
+
+    @Test("unplugging mid-touch gives touchCancel and the waiting status; a replugged screen works")
+    func unplugAndReplug() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        _ = driver.frame([.down(0, 200, 200)])
+        let unplugged = driver.unplug(1)
+        #expect(Self.deliveries(unplugged) == ["a:touchCancel"])
+        #expect(Self.statuses(unplugged) == ["waiting for a touchscreen"])
+        #expect(Self.logs(unplugged, at: .info) == ["touchscreen removed", "waiting for a touchscreen"])
+        _ = driver.plug(2)
+        let tap = driver.tap(at: 200, 200, device: 2)
+        #expect(Self.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
+        #expect(Self.deliveryValues(tap).first?.device == "event2")
+    }
+
+    @Test("a single-touch screen (slot −1) works next to a multitouch one")
+    func singleTouchScreen() throws {
+        var driver = try Driver()
+        _ = driver.plug(1, name: "multi")
+        let plugged = driver.plug(2, name: "single", contacts: 1)
+        #expect(Self.statuses(plugged) == ["2 touchscreens: multi, single"])
+        let tap = driver.tap(at: 200, 200, device: 2, singleTouch: true)
+        #expect(Self.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
+    }
+
+    @Test("a refused reload keeps the running configuration; a good one replaces it after cancelling what is down")
+    func reloads() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        let refused = driver.engine.reload(.refused(["x.toml:2:1: error: broken"]), path: "x.toml", now: driver.now)
+        #expect(Self.statuses(refused) == ["reload failed: x.toml:2:1: error: broken"])
+        #expect(Self.logs(refused, at: .error).first == "x.toml:2:1: error: broken")
+        #expect(!refused.contains { if case .configureExecutors = $0 { true } else { false } })
+        #expect(driver.engine.generation == 1)
+        #expect(Self.deliveryValues(driver.tap(at: 200, 200)).map(\.action) == ["a", "a"])
+
+        // A contact is down on `a` when the new file is taken: it ends in the old layout, before the executors change.
+        _ = driver.frame([.down(0, 200, 200)])
+        let taken = driver.engine.reload(
+            .loaded(try Self.load(Self.configuration(actionForA: "a2"))), path: "x.toml", now: driver.now)
+        let cancel = try #require(taken.firstIndex { if case .deliver = $0 { true } else { false } })
+        let configure = try #require(taken.firstIndex { if case .configureExecutors = $0 { true } else { false } })
+        #expect(cancel < configure)
+        #expect(Self.deliveries(taken) == ["a:touchCancel"])
+        #expect(Self.deliveryValues(taken).first?.generation == 1)
+        #expect(Self.statuses(taken) == ["1 touchscreen: panel"])
+        #expect(driver.engine.generation == 2)
+        // The lift of the cancelled contact is dropped; the next tap uses the new file.
+        #expect(Self.deliveries(driver.frame([.up(0)])).isEmpty)
+        let after = Self.deliveryValues(driver.tap(at: 200, 200))
+        #expect(after.map(\.action) == ["a2", "a2"])
+        #expect(after.map(\.generation) == [2, 2])
+    }
+
+    // MARK: - Beyond the end-to-end test
+
+    @Test("after a suspend the contacts that were down are cancelled and their lift clicks nothing")
+    func suspend() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        _ = driver.frame([.down(0, 200, 200)])
+        let resumed = driver.engine.resumed(afterSleeping: 30_000_000, now: driver.now)
+        #expect(Self.deliveries(resumed) == ["a:touchCancel"])
+        #expect(Self.logs(resumed) == ["the system was suspended; contacts that were down are cancelled"])
+        #expect(Self.deliveries(driver.frame([.up(0)])).isEmpty)
+    }
+
+    @Test("an unusable touchscreen is logged once and shown in the status until it goes")
+    func unusableTouchscreen() throws {
+        var driver = try Driver()
+        _ = driver.plug(1, name: "good")
+        let broken = UnusableTouchscreen(sysname: "event9", name: "bad", devnode: nil, reason: "libinput refused it")
+        let appeared = driver.engine.unusableTouchscreens([broken])
+        #expect(Self.logs(appeared, at: .warning) == ["touchscreen not usable: libinput refused it"])
+        #expect(Self.statuses(appeared) == ["1 touchscreen: good; not usable: bad (event9)"])
+        #expect(driver.engine.unusableTouchscreens([broken]).isEmpty)
+        let gone = driver.engine.unusableTouchscreens([])
+        #expect(Self.statuses(gone) == ["1 touchscreen: good"])
+    }
+
+    @Test("control requests: state, set, send, screen and subscribe are answered from the engine's scene")
+    func controlRequests() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        let state = Self.responses(driver.request(.state))
+        guard case .response(7, .number(1), let result)? = state.first else {
+            Issue.record("no state response: \(state)")
+            return
+        }
+        #expect(result.contains(#""generation":1"#))
+        #expect(result.contains(#""sysname":"event1""#))
+
+        // Disabled over the socket: a tap on `a` sends nothing.
+        let set = driver.request(.set(control: "a", enabled: false, selected: nil, value: nil))
+        #expect(Self.logs(set, at: .info) == ["control changed over the control socket"])
+        #expect(Self.deliveries(driver.tap(at: 200, 200)).isEmpty)
+
+        let sent = driver.request(.send(control: "b", events: ["touchUpInside"]))
+        #expect(Self.deliveries(sent) == ["b:touchUpInside"])
+        // Not caused by input: it does not count in the processing-latency figures.
+        #expect(sent.contains { if case .deliver(_, .socket, false) = $0 { true } else { false } })
+
+        let screen = Self.responses(driver.request(.screen("nowhere")))
+        guard case .failure(_, _, let error)? = screen.first else {
+            Issue.record("no refusal: \(screen)")
+            return
+        }
+        #expect(error.code == "unknown_screen")
+
+        // A subscriber is a weak target: b's events reach it as control events, not as deliveries.
+        let subscribed = Self.responses(driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["control"]))))
+        guard case .subscribed? = subscribed.first else {
+            Issue.record("not subscribed: \(subscribed)")
+            return
+        }
+        let tap = driver.tap(at: 700, 200)
+        #expect(Self.deliveries(tap) == ["b:touchDown", "b:touchUpInside"])
+        // touchDown, touchUpInside and the button's primaryActionTriggered: every control event, as subscribed.
+        #expect(Self.responses(tap).count == 3)
+        _ = driver.engine.handle(.disconnected(7), now: driver.now, edge: { EdgeStatistics() })
+        #expect(Self.responses(driver.tap(at: 700, 200)).isEmpty)
+    }
+
+    @Test("debug lines are built only when debug logging is on")
+    func debugLinesOnlyWhenAsked() throws {
+        var quiet = try Driver()
+        _ = quiet.plug(1)
+        #expect(Self.logs(quiet.tap(at: 200, 200), at: .debug).isEmpty)
+
+        let configuration = try Self.load(Self.configuration())
+        var verbose = try Driver()
+        verbose.engine = Engine(configuration: configuration, scene: try configuration.makeScene(), logsDebug: true)
+        _ = verbose.engine.started()
+        _ = verbose.plug(1)
+        #expect(Self.logs(verbose.tap(at: 200, 200), at: .debug).contains("control event"))
+    }
+}
