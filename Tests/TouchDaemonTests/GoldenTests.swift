@@ -23,9 +23,10 @@ struct GoldenTests {
         let configuration = try ConfigurationLoader.load(path: TestSupport.kioskConfig).get()
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(LibinputRecording.looksLikeRecording(text))
-        let frames = try LibinputRecording.frames(from: text, output: configuration.output).get()
+        // As `touchd simulate` plays it: through the engine and its router, as live input.
+        let input = try LibinputRecording.input(from: text).get()
         var simulation = try Simulation(configuration: configuration)
-        return simulation.run(frames)
+        return simulation.lines(.recording(input))
     }
 
     static func golden(_ name: String) throws -> [String] {

@@ -27,7 +27,7 @@ struct Simulate: ParsableCommand {
 
     func run() throws {
         let configuration = try options.load()
-        let frames = try readFrames(configuration: configuration)
+        let played = try readInput()
         var simulation: Simulation
         do {
             simulation = try Simulation(configuration: configuration)
@@ -38,12 +38,21 @@ struct Simulate: ParsableCommand {
         guard execute else {
             // Printed as they happen rather than gathered first: a long input's output would otherwise all be held
             // in memory at once.
-            simulation.run(frames) { output, time in
-                for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
+            simulation.run(played) { effects in
+                for effect in effects {
+                    switch effect {
+                    case .output(let output, let time):
+                        for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
+                    case .log(_, let message, let metadata):
+                        note(message, metadata)
+                    case .deliver, .control, .notify, .configureExecutors:
+                        break
+                    }
+                }
             }
             return
         }
-        try runExecuting(&simulation, frames: frames, configuration: configuration)
+        try runExecuting(&simulation, input: played, configuration: configuration)
     }
 
     /// Prints the lines as they happen and hands each handled action to its target, sleeping between outputs so
@@ -54,7 +63,18 @@ struct Simulate: ParsableCommand {
         while commands.runningCount > 0, monotonicMicroseconds() < deadline { usleep(10_000) }
     }
 
-    private func runExecuting(_ simulation: inout Simulation, frames: [Frame], configuration: Configuration) throws {
+    /// What the engine says about the recording's devices (added, ignored and why) goes to standard error as a note;
+    /// its other lines (diagnostics) are already among the JSON lines.
+    private func note(_ message: String, _ metadata: Logger.Metadata) {
+        guard let device = metadata["device.sysname"] else { return }
+        let name = metadata["device.name"].map { "\($0)" } ?? ""
+        let reason = metadata["reason"].map { ": \($0)" } ?? ""
+        printError("\(input): note: \(message): \(name) (\(device))\(reason)")
+    }
+
+    private func runExecuting(_ simulation: inout Simulation, input played: Simulation.Input, configuration: Configuration)
+        throws
+    {
         let logger = Run.makeLogger(level: .info)
         let sockets: SocketTargetSender
         do {
@@ -67,26 +87,27 @@ struct Simulate: ParsableCommand {
         // Children's standard output and error go to simulate's standard error, apart from the JSON lines.
         let commands = CommandRunner(logger: logger, output: .standardError)
         commands.configure(configuration.execTargets)
-        let kinds = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.name, $0.kind) })
         let started = monotonicMicroseconds()
-        let origin = frames.first?.time.microseconds ?? 0
-        simulation.run(frames) { output, time in
-            // Keep the input's spacing: sleep until this output's time, measured from the first frame.
-            let due = started &+ time.microseconds.saturatingSubtract(origin)
-            let now = monotonicMicroseconds()
-            if due > now { usleep(UInt32(clamping: due - now)) }
-            for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
-            fflush(nil)  // all streams: Swift 6 refuses a reference to the global `stdout`
+        var origin: UInt64?
+        simulation.run(played) { effects in
+            // The engine's deliveries, exactly as touchd run hands them to its executors.
             var messages: [ActionDelivery] = []
             var runs: [ActionDelivery] = []
-            for action in output.actions {
-                guard
-                    let delivery = ActionDelivery(action, configuration: configuration, device: nil, generation: 1),
-                    let kind = kinds[delivery.target]
-                else { continue }
-                switch kind {
-                case .socket: messages.append(delivery)
-                case .exec: runs.append(delivery)
+            for effect in effects {
+                switch effect {
+                case .output(let output, let time):
+                    // Keep the input's spacing: sleep until this output's time, measured from the first one.
+                    let first = origin ?? time.microseconds
+                    origin = first
+                    let due = started &+ time.microseconds.saturatingSubtract(first)
+                    let now = monotonicMicroseconds()
+                    if due > now { usleep(UInt32(clamping: due - now)) }
+                    for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
+                    fflush(nil)  // all streams: Swift 6 refuses a reference to the global `stdout`
+                case .deliver(let delivery, .socket, _): messages.append(delivery)
+                case .deliver(let delivery, .exec, _): runs.append(delivery)
+                case .log(_, let message, let metadata): note(message, metadata)
+                case .control, .notify, .configureExecutors: break
                 }
             }
             sockets.submit(messages)
@@ -116,7 +137,7 @@ struct Simulate: ParsableCommand {
         }
     }
 
-    private func readFrames(configuration: Configuration) throws -> [Frame] {
+    private func readInput() throws -> Simulation.Input {
         let text: String
         switch ConfigurationSource.read(path: input, limit: 64 << 20) {
         case .success(let contents): text = contents
@@ -125,19 +146,16 @@ struct Simulate: ParsableCommand {
             throw ExitCode(ExitStatus.data)
         }
         if LibinputRecording.looksLikeRecording(text) {
-            let recording = LibinputRecording.frames(
-                from: text, output: configuration.output, allowList: configuration.devices,
-                ignored: { printError("\(input): note: \($0); its events are ignored") },
-                noted: { printError("\(input): note: \($0)") })
+            let recording = LibinputRecording.input(from: text, noted: { printError("\(input): note: \($0)") })
             switch recording {
-            case .success(let frames): return frames
+            case .success(let decoded): return .recording(decoded)
             case .failure(let problem):
                 printError("\(input): error: \(problem.message)")
                 throw ExitCode(ExitStatus.data)
             }
         }
         switch TouchScript.parse(text) {
-        case .success(let frames): return frames
+        case .success(let frames): return .script(frames)
         case .failure(let problem):
             printError("\(input):\(problem.line):1: error: \(problem.message)")
             throw ExitCode(ExitStatus.data)

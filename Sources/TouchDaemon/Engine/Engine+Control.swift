@@ -45,17 +45,17 @@ extension Engine {
             let before = controlJSON(name)
             if let enabled {
                 deliver(
-                    scene.setEnabled(name, enabled, at: now), device: nil, fromInput: false, now: microseconds,
+                    scene.setEnabled(name, enabled, at: now), at: now, device: nil, fromInput: false, now: microseconds,
                     into: &effects)
             }
             if let selected {
                 deliver(
-                    scene.setSelected(name, selected, at: now), device: nil, fromInput: false, now: microseconds,
+                    scene.setSelected(name, selected, at: now), at: now, device: nil, fromInput: false, now: microseconds,
                     into: &effects)
             }
             if let value {
                 deliver(
-                    scene.setValue(name, value, at: now), device: nil, fromInput: false, now: microseconds,
+                    scene.setValue(name, value, at: now), at: now, device: nil, fromInput: false, now: microseconds,
                     into: &effects)
             }
             let after = controlJSON(name)
@@ -91,7 +91,7 @@ extension Engine {
                         "control.id": "\(name)", "client": "\(client)",
                         "events": "\(eventNames.joined(separator: ","))", "actions": "\(fired)",
                     ]))
-            deliver(output, device: nil, fromInput: false, now: microseconds, into: &effects)
+            deliver(output, at: now, device: nil, fromInput: false, now: microseconds, into: &effects)
             var result = JSONLine()
             result.add("actions", fired)
             effects.append(.control(.response(client: client, id: id, result: result.line)))
@@ -102,7 +102,7 @@ extension Engine {
                 }
                 let changed = scene.activeScreen != screen
                 deliver(
-                    scene.activateScreen(screen, at: now), device: nil, fromInput: false, now: microseconds,
+                    scene.activateScreen(screen, at: now), at: now, device: nil, fromInput: false, now: microseconds,
                     into: &effects)
                 if changed {
                     effects.append(.log(.info, "screen switched over the control socket", ["screen": "\(screen)"]))

@@ -14,6 +14,9 @@ enum Effect: Sendable {
     case notify(Notification)
     /// A reload was taken: hand over what is pending under the old targets, then configure the executors for these.
     case configureExecutors(Configuration)
+    /// The scene's output as it came, for an observer (`touchd simulate` prints it); only when the engine was made
+    /// with `observesOutput`. `time` is the input's or the deadline's time.
+    case output(Output, at: Instant)
 
     enum Notification: Equatable, Sendable {
         /// `READY=1` with the status: after start and after a reload (taken or refused).
@@ -78,6 +81,8 @@ struct Engine {
     private(set) var nextDeadline: Instant?
     /// Whether debug lines (every control event and action) are wanted; building them costs time on every touch.
     let logsDebug: Bool
+    /// Whether each output of the scene is also handed out as it is (``Effect/output(_:at:)``).
+    let observesOutput: Bool
     /// Why there is no control socket, shown in the status; nil when there is one or it is turned off.
     let controlProblem: String?
     /// Touchscreens udev knows that libinput did not take (fault-cases.md D12), shown in the status.
@@ -90,11 +95,15 @@ struct Engine {
 
     /// Starts with a configuration and the scene made from it (the caller made it, to report a scene that cannot be
     /// built before anything starts).
-    init(configuration: Configuration, scene: Scene, logsDebug: Bool = false, controlProblem: String? = nil) {
+    init(
+        configuration: Configuration, scene: Scene, logsDebug: Bool = false, observesOutput: Bool = false,
+        controlProblem: String? = nil
+    ) {
         self.configuration = configuration
         self.scene = scene
         self.router = TouchRouter(output: configuration.output, allowList: configuration.devices)
         self.logsDebug = logsDebug
+        self.observesOutput = observesOutput
         self.controlProblem = controlProblem
     }
 
@@ -109,7 +118,8 @@ struct Engine {
                 switch note {
                 case .frame(let frame, let device):
                     statistics.frames &+= 1
-                    deliver(scene.handle(frame), device: device, fromInput: true, now: now, into: &effects)
+                    deliver(
+                        scene.handle(frame), at: frame.time, device: device, fromInput: true, now: now, into: &effects)
                 case .accepted(let device):
                     devicesChanged = true
                     effects.append(
@@ -138,11 +148,23 @@ struct Engine {
         return effects
     }
 
+    /// A frame already in output pixels, from no device: a touch script's (`touchd simulate`), which is written
+    /// after the mapping that the router does for live input and recordings.
+    mutating func handle(frame: Frame) -> [Effect] {
+        var effects: [Effect] = []
+        statistics.frames &+= 1
+        deliver(
+            scene.handle(frame), at: frame.time, device: nil, fromInput: true, now: frame.time.microseconds,
+            into: &effects)
+        return effects
+    }
+
     /// Fires what fell due by `now` (long presses, repeat windows, gesture timeouts); nothing when nothing is due.
     mutating func advance(to now: UInt64) -> [Effect] {
         guard let deadline = nextDeadline, now >= deadline.microseconds else { return [] }
         var effects: [Effect] = []
-        deliver(scene.advance(to: Instant(microseconds: now)), device: nil, fromInput: false, now: now, into: &effects)
+        let time = Instant(microseconds: now)
+        deliver(scene.advance(to: time), at: time, device: nil, fromInput: false, now: now, into: &effects)
         return effects
     }
 
@@ -314,16 +336,18 @@ struct Engine {
     private mutating func cancel(_ contacts: [ContactID], now: UInt64, into effects: inout [Effect]) {
         guard !contacts.isEmpty else { return }
         deliver(
-            scene.handle(Frame(time: scene.now, samples: contacts.map { .cancelled($0) })), device: nil,
+            scene.handle(Frame(time: scene.now, samples: contacts.map { .cancelled($0) })), at: scene.now, device: nil,
             fromInput: false, now: now, into: &effects)
     }
 
     /// Turns the scene's output into effects: deliveries for the configured targets, events for subscribers, debug
     /// lines, and diagnostics at their level (rate-limited above debug).
     mutating func deliver(
-        _ output: Output, device: DeviceInfo?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
+        _ output: Output, at time: Instant, device: DeviceInfo?, fromInput: Bool, now: UInt64,
+        into effects: inout [Effect]
     ) {
         nextDeadline = output.nextDeadline
+        if observesOutput { effects.append(.output(output, at: time)) }
         for entry in output.entries {
             switch entry {
             case .event(let record):

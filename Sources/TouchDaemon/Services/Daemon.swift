@@ -177,6 +177,8 @@ final class Daemon {
                 control?.setGeneration(engine.generation)
                 sockets.configure(configuration.socketTargets)
                 commands.configure(configuration.execTargets)
+            case .output:
+                break  // only an observer asks for it (the engine is not made with observesOutput here)
             }
         }
     }

@@ -1,10 +1,12 @@
 import TouchModel
 import Yams
 
-/// Reads the YAML that `libinput record` writes and turns every touch device's evdev stream into
-/// frames: multitouch protocol B (slots, tracking ids) and single-touch devices (BTN_TOUCH with
-/// ABS_X/ABS_Y). Each device's axis ranges are mapped onto the configured output, as the daemon
-/// maps live devices. Contacts are numbered `device index × 1000 + slot`.
+/// Reads the YAML that `libinput record` writes and turns every touch device's evdev stream into what the input layer
+/// hands the daemon: the devices, then touch events (down, motion, up, cancel, each SYN_REPORT's frame) with
+/// positions normalised on the device's axes, as libinput gives them. Multitouch protocol B (slots, tracking ids) and
+/// single-touch devices (BTN_TOUCH with ABS_X/ABS_Y). They go through the same ``TouchRouter`` as live input (the
+/// allow-list, regions, the mapping onto the output), so `touchd simulate` and `touchd run` cannot disagree.
+/// Contacts (seat slots) are numbered `device index × 1000 + slot`.
 enum LibinputRecording {
     struct Problem: Error, Hashable, Sendable {
         var message: String
@@ -45,14 +47,20 @@ enum LibinputRecording {
         return head.contains("devices:") && (head.contains("libinput:") || head.contains("version:"))
     }
 
-    /// The frames of every touch device in the recording, mapped onto the output. With an allow-list (the
-    /// configuration's `[[device]]` entries), a device is used only when an entry matches its name, ids and node, as
-    /// `touchd run` would decide, and lands on that entry's `region`; `ignored` receives the devices left out, and
-    /// `noted` what else was left out of a device that is used (events for slots it does not have).
-    static func frames(
-        from text: String, output: Configuration.Output, allowList: [Configuration.DeviceMatch] = [],
-        ignored: ((String) -> Void)? = nil, noted: ((String) -> Void)? = nil
-    ) -> Result<[Frame], Problem> {
+    /// A recording decoded for the router: its devices (`id` is the index in the file), then the touch events of
+    /// each SYN_REPORT, each group ending in its frame event, in time order across devices.
+    struct Input: Sendable {
+        var devices: [DeviceInfo] = []
+        var groups: [Group] = []
+    }
+
+    struct Group: Sendable {
+        var time: Instant
+        var events: [InputEvent]
+    }
+
+    /// Decodes the recording. `noted` receives what was left out of a device (events for slots it does not have).
+    static func input(from text: String, noted: ((String) -> Void)? = nil) -> Result<Input, Problem> {
         guard text.utf8.count <= maximumSize else {
             return .failure(
                 Problem(
@@ -74,22 +82,17 @@ enum LibinputRecording {
             return .failure(
                 Problem(message: "the recording lists \(devices.count) devices; at most \(maximumDevices) are allowed"))
         }
-        var frames: [Frame] = []
+        var input = Input()
         var events = 0
         for (index, device) in devices.enumerated() {
             guard let device = device as? [String: Any] else { continue }
-            var region: Rect? = nil
-            if !allowList.isEmpty {
-                let info = describe(device, index: index)
-                guard let match = allowList.first(where: { $0.matches(info) }) else {
-                    ignored?("device \(index) (\(info.name), \(info.devnode ?? "no node")) matches no [[device]] entry")
-                    continue
-                }
-                region = match.region
-            }
-            switch deviceFrames(device, index: index, output: output, region: region, events: &events) {
+            var info = describe(device, index: index)
+            switch deviceEvents(device, index: index, events: &events) {
             case .success(let decoded):
-                frames += decoded.frames
+                info.isTouchscreen = decoded.isTouch
+                info.touchCount = decoded.isTouch ? decoded.slotCount : 0
+                input.devices.append(info)
+                input.groups += decoded.groups
                 if decoded.ignoredEvents > 0 {
                     noted?(
                         "device \(index): \(decoded.ignoredEvents) events for slots outside \(decoded.slots) were "
@@ -99,8 +102,40 @@ enum LibinputRecording {
             }
         }
         // Several devices: interleave by time; each device's own order is kept (the sort is stable).
-        return .success(
-            frames.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element))
+        input.groups = input.groups.enumerated()
+            .sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        return .success(input)
+    }
+
+    /// The frames of every touch device in the recording, mapped onto the output by a ``TouchRouter`` as the daemon
+    /// maps live devices. With an allow-list (the configuration's `[[device]]` entries), a device is used only when
+    /// an entry matches its name, ids and node, and lands on that entry's `region`; `ignored` receives the touch
+    /// devices left out, and `noted` what else was left out of a device that is used.
+    static func frames(
+        from text: String, output: Configuration.Output, allowList: [Configuration.DeviceMatch] = [],
+        ignored: ((String) -> Void)? = nil, noted: ((String) -> Void)? = nil
+    ) -> Result<[Frame], Problem> {
+        input(from: text, noted: noted).map { input in
+            var router = TouchRouter(output: output, allowList: allowList)
+            var frames: [Frame] = []
+            for device in input.devices {
+                for note in router.handle(.deviceAdded(device), now: 0) {
+                    // A device without touch axes (a keyboard in the same recording) is left out without a word.
+                    if case .ignored(let info, _) = note, info.isTouchscreen {
+                        ignored?(
+                            "device \(info.id) (\(info.name), \(info.devnode ?? "no node")) matches no [[device]] entry")
+                    }
+                }
+            }
+            for group in input.groups {
+                for event in group.events {
+                    for note in router.handle(event, now: group.time.microseconds) {
+                        if case .frame(let frame, _) = note { frames.append(frame) }
+                    }
+                }
+            }
+            return frames
+        }
     }
 
     private struct Axis {
@@ -120,9 +155,13 @@ enum LibinputRecording {
         var ended = false
     }
 
-    /// One device's frames, and what was left out of them.
-    private struct DeviceFrames {
-        var frames: [Frame] = []
+    /// One device's touch events, and what was left out of them.
+    private struct DeviceEvents {
+        var groups: [Group] = []
+        /// Whether the device has the axes of a touch device (otherwise it has no events here).
+        var isTouch = false
+        /// How many slots it may use.
+        var slotCount = 0
         /// The slots the device may use, as text for a note ("0…9").
         var slots = ""
         /// Events for a slot outside the device's range, ignored.
@@ -151,10 +190,10 @@ enum LibinputRecording {
     /// Decodes one device's events. Work per event is constant: a SYN_REPORT visits only the slots that changed
     /// since the last one (a bit mask), never every slot the device has used, so a recording's cost is linear in
     /// its events.
-    private static func deviceFrames(
-        _ device: [String: Any], index: Int, output: Configuration.Output, region: Rect?, events total: inout Int
-    ) -> Result<DeviceFrames, Problem> {
-        var result = DeviceFrames()
+    private static func deviceEvents(
+        _ device: [String: Any], index: Int, events total: inout Int
+    ) -> Result<DeviceEvents, Problem> {
+        var result = DeviceEvents()
         guard let evdev = device["evdev"] as? [String: Any], let absinfo = evdev["absinfo"] as? [AnyHashable: Any]
         else {
             return .success(result)
@@ -194,13 +233,27 @@ enum LibinputRecording {
         let multitouch = positionX != nil && positionY != nil
         guard let xAxis = multitouch ? positionX : absX, let yAxis = multitouch ? positionY : absY
         else { return .success(result) }  // not a touch device (a keyboard in the same recording)
-        let mapper = CoordinateMapper(output: output, region: region)
+        result.isTouch = true
         // index < maximumDevices and slot < maximumSlots, so this and contactBase + slot stay far from overflow.
         let contactBase = index * 1000
         // The slots in use: the device's ABS_MT_SLOT range, within 0..<maximumSlots; slot 0 alone without one.
         let lowestSlot = max(slotRange?.minimum ?? 0, 0)
         let highestSlot = min(slotRange?.maximum ?? (multitouch ? maximumSlots - 1 : 0), maximumSlots - 1)
         result.slots = lowestSlot <= highestSlot ? "\(lowestSlot)…\(highestSlot)" : "none"
+        result.slotCount = max(0, highestSlot - lowestSlot + 1)
+        /// A touch event of this device, as libinput reports it: the seat slot, the device's slot (−1 on a
+        /// single-touch device) and the position normalised on the device's axes.
+        func touch(_ kind: TouchEvent.Kind, _ slot: Int, _ time: Instant, at position: (x: Double, y: Double)? = nil)
+            -> InputEvent
+        {
+            .touch(
+                TouchEvent(
+                    device: index, kind: kind, seatSlot: contactBase + slot, slot: multitouch ? slot : -1,
+                    time: time.microseconds, x: position?.x, y: position?.y))
+        }
+        func frame(_ time: Instant) -> InputEvent {
+            .touch(TouchEvent(device: index, kind: .frame, seatSlot: -1, slot: -1, time: time.microseconds))
+        }
 
         var slots = [Slot](repeating: Slot(), count: maximumSlots)
         /// Bit n: slot n changed since the last SYN_REPORT. Visiting the set bits in order keeps samples sorted by
@@ -319,14 +372,14 @@ enum LibinputRecording {
                     singleTouchDown = value != 0
                 case (Code.synType, Code.synDropped):
                     // The kernel dropped events: every contact's state is unknown, so cancel them all.
-                    var samples: [ContactSample] = []
+                    var touches: [InputEvent] = []
                     var mask = active
                     while mask != 0 {
                         let slot = mask.trailingZeroBitCount
                         mask &= mask - 1
-                        samples.append(.cancelled(contactBase + slot))
+                        touches.append(touch(.cancel, slot, time))
                     }
-                    if !samples.isEmpty { result.frames.append(Frame(time: time, samples: samples)) }
+                    if !touches.isEmpty { result.groups.append(Group(time: time, events: touches + [frame(time)])) }
                     var reset = active | changed
                     while reset != 0 {
                         let slot = reset.trailingZeroBitCount
@@ -338,30 +391,29 @@ enum LibinputRecording {
                     singleTouchDown = false
                     droppingUntilReport = true
                 case (Code.synType, Code.synReport):
-                    var samples: [ContactSample] = []
+                    var touches: [InputEvent] = []
                     while changed != 0 {
                         let slot = changed.trailingZeroBitCount
                         changed &= changed - 1
                         var state = slots[slot]
-                        let contact = contactBase + slot
-                        let location = state.x.flatMap { x in
-                            state.y.flatMap { y -> Point? in
+                        let position = state.x.flatMap { x in
+                            state.y.flatMap { y -> (x: Double, y: Double)? in
                                 guard
                                     let nx = CoordinateMapper.normalise(
                                         x, minimum: xAxis.minimum, maximum: xAxis.maximum),
                                     let ny = CoordinateMapper.normalise(
                                         y, minimum: yAxis.minimum, maximum: yAxis.maximum)
                                 else { return nil }
-                                return mapper.map(x: nx, y: ny)
+                                return (nx, ny)
                             }
                         }
-                        if state.began, let location {
-                            samples.append(.began(contact, at: location))
-                        } else if state.active, state.moved, !state.began, let location {
-                            samples.append(.moved(contact, to: location))
+                        if state.began, let position {
+                            touches.append(touch(.down, slot, time, at: position))
+                        } else if state.active, state.moved, !state.began, let position {
+                            touches.append(touch(.motion, slot, time, at: position))
                         }
                         if state.ended {
-                            if state.active { samples.append(.ended(contact)) }
+                            if state.active { touches.append(touch(.up, slot, time)) }
                             slots[slot] = Slot(x: state.x, y: state.y)
                             active &= ~(1 << slot)
                             continue
@@ -370,7 +422,7 @@ enum LibinputRecording {
                         state.moved = false
                         slots[slot] = state
                     }
-                    if !samples.isEmpty { result.frames.append(Frame(time: time, samples: samples)) }
+                    if !touches.isEmpty { result.groups.append(Group(time: time, events: touches + [frame(time)])) }
                 default:
                     break
                 }

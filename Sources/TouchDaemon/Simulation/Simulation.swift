@@ -1,38 +1,67 @@
 import TouchModel
 
-/// Runs a configuration's scene over frames in virtual time and renders what happened as the
-/// JSON Lines of DESIGN.md: control events, gesture events, resolved actions and diagnostics, in order.
+/// Runs a configuration through the daemon's own ``Engine`` in virtual time, fed from a touch script or a
+/// `libinput record` file instead of libinput, and renders what happened as the JSON Lines of DESIGN.md: control
+/// events, gesture events, resolved actions and diagnostics, in order. Recordings go through the engine's router as
+/// live input does (the allow-list, regions, the mapping, SYN_DROPPED's cancellations); a touch script is already in
+/// output pixels and goes to the scene as frames.
 struct Simulation {
+    /// What to play.
+    enum Input: Sendable {
+        /// A touch script's frames, in output pixels.
+        case script([Frame])
+        /// A recording, decoded for the router.
+        case recording(LibinputRecording.Input)
+    }
+
     let configuration: Configuration
-    private(set) var scene: Scene
+    private(set) var engine: Engine
 
     init(configuration: Configuration) throws(Scene.BuildError) {
         self.configuration = configuration
-        self.scene = try configuration.makeScene()
+        self.engine = Engine(configuration: configuration, scene: try configuration.makeScene(), observesOutput: true)
     }
 
-    /// Feeds every frame, firing due deadlines in between, and returns the output lines.
+    /// Feeds every frame of a touch script, firing due deadlines in between, and returns the output lines.
     mutating func run(_ frames: [Frame]) -> [String] {
+        lines(.script(frames))
+    }
+
+    /// Plays `input` and returns the output lines.
+    mutating func lines(_ input: Input) -> [String] {
         var lines: [String] = []
         let configuration = configuration
-        run(frames) { output, time in lines += Self.render(output, at: time, configuration: configuration) }
+        run(input) { effects in
+            for case .output(let output, let time) in effects {
+                lines += Self.render(output, at: time, configuration: configuration)
+            }
+        }
         return lines
     }
 
-    /// Feeds every frame, firing due deadlines in between, and hands each output to `handle` with the time it
-    /// happened at, in order.
-    mutating func run(_ frames: [Frame], _ handle: (Output, Instant) -> Void) {
-        var deadline: Instant? = nil
-        for frame in frames {
-            // Whatever falls due before the frame happens first, at its own time.
-            while let due = deadline, due <= frame.time {
-                let output = scene.advance(to: due)
-                handle(output, due)
-                deadline = output.nextDeadline
+    /// Plays `input`, firing due deadlines in between (each at its own time), and hands each batch of the engine's
+    /// effects to `handle`, in order.
+    mutating func run(_ input: Input, _ handle: ([Effect]) -> Void) {
+        switch input {
+        case .script(let frames):
+            for frame in frames {
+                fireDeadlines(upTo: frame.time, handle)
+                handle(engine.handle(frame: frame))
             }
-            let output = scene.handle(frame)
-            handle(output, frame.time)
-            deadline = output.nextDeadline
+        case .recording(let recording):
+            // The devices are there from the start, as libinput adds the seat's devices before their first event.
+            handle(engine.handle(recording.devices.map { .deviceAdded($0) }, now: 0))
+            for group in recording.groups {
+                fireDeadlines(upTo: group.time, handle)
+                handle(engine.handle(group.events, now: group.time.microseconds))
+            }
+        }
+    }
+
+    /// Whatever falls due before `time` happens first, at its own time.
+    private mutating func fireDeadlines(upTo time: Instant, _ handle: ([Effect]) -> Void) {
+        while let due = engine.nextDeadline, due <= time {
+            handle(engine.advance(to: due.microseconds))
         }
     }
 
@@ -79,6 +108,8 @@ struct Simulation {
                 json.add("type", "action")
                 json.add("time_ms", milliseconds: action.time.microseconds)
                 if let event = action.gestureEvent {
+                    // Named as in a socket target's message: the gesture's id as `control`, and again as `gesture`.
+                    json.add("control", action.control)
                     json.add("gesture", action.control)
                     json.add("event", event.description)
                 } else {
