@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Testing
 
@@ -56,7 +57,7 @@ struct ControlProtocolTests {
         }
     }
 
-    @Test func refusesMalformedRequestsWithAStructuredError() {
+    @Test func refusesMalformedRequestsWithAStructuredError() throws {
         let badUTF8 = ControlProtocol.decode([UInt8](#"{"type":"state","id":""#.utf8) + [0xFF, 0x22, 0x7D])
         #expect(
             badUTF8
@@ -129,12 +130,26 @@ struct ControlProtocolTests {
             ),
             (#"{"type":"screen","id":3,"screen":null}"#, .number(3), "bad_request", "\"screen\" must be a string"),
         ]
-        for (text, id, code, message) in cases {
+        for (text, id, wireCode, message) in cases {
+            let code = try #require(ControlError.Code(rawValue: wireCode))
             #expect(
                 refusal(text) == ControlRefusal(id: id, error: ControlError(code: code, message: message)), "\(text)")
         }
         let deep = String(repeating: "[", count: 100_000)
         #expect(refusal(deep)?.error.message == "not valid JSON: nesting deeper than 32 levels at byte 32")
+    }
+
+    /// The verbs and error codes are enums so that a new one cannot be half-handled; the protocol document must
+    /// name every one of them.
+    @Test func everyVerbAndErrorCodeIsDocumented() throws {
+        let document = try String(
+            contentsOf: TestSupport.packageRoot.appendingPathComponent("docs/control-socket.md"), encoding: .utf8)
+        for verb in ControlProtocol.Verb.allCases {
+            #expect(document.contains("\"\(verb.rawValue)\""), "verb \(verb.rawValue)")
+        }
+        for code in ControlError.Code.allCases {
+            #expect(document.contains("`\(code.rawValue)`"), "error code \(code.rawValue)")
+        }
     }
 
     @Test func knowsWhichVerbsNeedTheControllerRole() {
@@ -154,7 +169,7 @@ struct ControlProtocolTests {
                 == #"{"type":"response","id":7,"ok":true,"result":{"a":1}}"#)
         #expect(
             ControlProtocol.failure(
-                id: .string("x\"y"), error: ControlError(code: "unknown_control", message: "no 'pya'"))
+                id: .string("x\"y"), error: ControlError(code: .unknownControl, message: "no 'pya'"))
                 == #"{"type":"response","id":"x\"y","ok":false,"error":{"code":"unknown_control","message":"no 'pya'"}}"#
         )
         #expect(

@@ -380,7 +380,7 @@ struct EngineTests {
             Issue.record("no refusal: \(screen)")
             return
         }
-        #expect(error.code == "unknown_screen")
+        #expect(error.code == .unknownScreen)
 
         // A subscriber is a weak target: b's events reach it as control events, not as deliveries.
         let subscribed = Self.responses(driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["control"]))))

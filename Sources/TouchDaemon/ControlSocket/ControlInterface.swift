@@ -81,14 +81,33 @@ enum ControlNote: Hashable, Sendable {
     case disconnected(ControlClientID)
 }
 
-/// A request the input thread refused, with a stable code from docs/control-socket.md.
+/// A request refused, with a stable code from docs/control-socket.md.
 struct ControlError: Error, Hashable, Sendable {
-    /// `bad_request`, `unknown_control`, `unknown_screen`, `unknown_gesture`, `unknown_event`, `invalid_value`,
-    /// `unauthorized`, … (the server uses the framing and limit codes itself).
-    var code: String
+    /// Every code the protocol has; the raw value is what goes on the wire. The server uses the framing and limit
+    /// codes itself, the engine the codes about names and values.
+    enum Code: String, Hashable, Sendable, CaseIterable {
+        case badRequest = "bad_request"
+        case busy
+        case helloRequired = "hello_required"
+        case invalidValue = "invalid_value"
+        case lineTooLong = "line_too_long"
+        case rateLimited = "rate_limited"
+        case timeout
+        case tooManyClients = "too_many_clients"
+        case unauthorized
+        case unknownControl = "unknown_control"
+        case unknownEvent = "unknown_event"
+        case unknownGesture = "unknown_gesture"
+        case unknownKind = "unknown_kind"
+        case unknownScreen = "unknown_screen"
+        case unknownVerb = "unknown_verb"
+        case unsupportedVersion = "unsupported_version"
+    }
+
+    var code: Code
     var message: String
 
-    static func badRequest(_ message: String) -> ControlError { ControlError(code: "bad_request", message: message) }
+    static func badRequest(_ message: String) -> ControlError { ControlError(code: .badRequest, message: message) }
 }
 
 /// One event for subscribers, encoded once and shared by every recipient.

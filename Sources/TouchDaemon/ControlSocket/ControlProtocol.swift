@@ -22,17 +22,22 @@ enum ControlProtocol {
     /// `id` strings longer than this are refused.
     static let maxIDBytes = 64
 
-    /// Members each verb takes besides `type` and `id`.
-    static let members: [String: Set<String>] = [
-        "hello": ["v"],
-        "state": [],
-        "stats": [],
-        "set": ["control", "enabled", "selected", "value"],
-        "send": ["control", "events"],
-        "screen": ["screen"],
-        "subscribe": ["kinds", "controls", "events", "gestures"],
-        "unsubscribe": [],
-    ]
+    /// The verbs a request's `type` may name.
+    enum Verb: String, Hashable, Sendable, CaseIterable {
+        case hello, state, stats, set, send, screen, subscribe, unsubscribe
+
+        /// The members the verb takes besides `type` and `id`.
+        var members: Set<String> {
+            switch self {
+            case .hello: ["v"]
+            case .state, .stats, .unsubscribe: []
+            case .set: ["control", "enabled", "selected", "value"]
+            case .send: ["control", "events"]
+            case .screen: ["screen"]
+            case .subscribe: ["kinds", "controls", "events", "gestures"]
+            }
+        }
+    }
 
     // MARK: - Decoding
 
@@ -65,17 +70,17 @@ enum ControlProtocol {
                     error: .badRequest(
                         "\"id\" must be an integer (64-bit) or a string of at most \(maxIDBytes) bytes")))
         }
-        guard let known = Self.members[verb] else {
+        guard let known = Verb(rawValue: verb) else {
             return .failure(
-                ControlRefusal(id: id, error: ControlError(code: "unknown_verb", message: "no verb \(quoted(verb))")))
+                ControlRefusal(id: id, error: ControlError(code: .unknownVerb, message: "no verb \(quoted(verb))")))
         }
-        for member in members where member.key != "type" && member.key != "id" && !known.contains(member.key) {
+        for member in members where member.key != "type" && member.key != "id" && !known.members.contains(member.key) {
             return .failure(
                 ControlRefusal(
                     id: id, error: .badRequest("\(quoted(verb)) has no member \(quoted(member.key))")))
         }
         do throws(ControlError) {
-            return .success(try inbound(verb, value, id: id))
+            return .success(try inbound(known, value, id: id))
         } catch {
             return .failure(ControlRefusal(id: id, error: error))
         }
@@ -98,16 +103,17 @@ enum ControlProtocol {
     }
 
     private static func inbound(
-        _ verb: String, _ value: JSONValue, id: ControlRequestID
+        _ verb: Verb, _ value: JSONValue, id: ControlRequestID
     ) throws(ControlError) -> ControlInbound {
+        // Exhaustive: a new verb does not compile until it is decoded here.
         switch verb {
-        case "hello":
+        case .hello:
             guard let version = value["v"] else { throw .badRequest("hello needs \"v\", the protocol version") }
             guard let number = version.int64Value else { throw .badRequest("\"v\" must be an integer") }
             return .hello(id: id, version: number)
-        case "state": return .request(id: id, command: .state)
-        case "stats": return .request(id: id, command: .stats)
-        case "set":
+        case .state: return .request(id: id, command: .state)
+        case .stats: return .request(id: id, command: .stats)
+        case .set:
             let control = try string("control", in: value, required: true)!
             let enabled = try bool("enabled", in: value)
             let selected = try bool("selected", in: value)
@@ -121,19 +127,19 @@ enum ControlProtocol {
             }
             return .request(
                 id: id, command: .set(control: control, enabled: enabled, selected: selected, value: number))
-        case "send":
+        case .send:
             let control = try string("control", in: value, required: true)!
             guard let events = try strings("events", in: value) else { throw .badRequest("send needs \"events\"") }
             guard !events.isEmpty else { throw .badRequest("\"events\" must name at least one event") }
             return .request(id: id, command: .send(control: control, events: events))
-        case "screen":
+        case .screen:
             return .request(id: id, command: .screen(try string("screen", in: value, required: false)))
-        case "subscribe":
+        case .subscribe:
             let filter = ControlSubscriptionFilter(
                 kinds: try strings("kinds", in: value), controls: try strings("controls", in: value),
                 events: try strings("events", in: value), gestures: try strings("gestures", in: value))
             return .request(id: id, command: .subscribe(filter))
-        default:
+        case .unsubscribe:
             return .request(id: id, command: .unsubscribe)
         }
     }
@@ -183,7 +189,7 @@ enum ControlProtocol {
     /// id could not be read.
     static func failure(id: ControlRequestID?, error: ControlError) -> String {
         var text = #"{"type":"response","id":"# + (id?.json ?? "null") + #","ok":false,"error":{"code":"#
-        JSONLine.appendString(error.code, to: &text)
+        JSONLine.appendString(error.code.rawValue, to: &text)
         text += #","message":"#
         JSONLine.appendString(error.message, to: &text)
         return text + "}}"

@@ -261,7 +261,7 @@ final class ControlServerLoop {
             logger.info("control client timed out: \(message)", metadata: metadata)
         }
         finish(
-            connection, ControlProtocol.failure(id: nil, error: ControlError(code: "timeout", message: message)),
+            connection, ControlProtocol.failure(id: nil, error: ControlError(code: .timeout, message: message)),
             reason: "timeout", now: now)
     }
 
@@ -398,7 +398,7 @@ final class ControlServerLoop {
                 ControlProtocol.failure(
                     id: nil,
                     error: ControlError(
-                        code: "too_many_clients", message: "\(settings.maxClients) connections are open already")))
+                        code: .tooManyClients, message: "\(settings.maxClients) connections are open already")))
             Glibc.close(descriptor)
             if case .pass(let suppressed) = overCapacityLog.check(now: now) {
                 if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
@@ -417,7 +417,7 @@ final class ControlServerLoop {
                 descriptor,
                 ControlProtocol.failure(
                     id: nil,
-                    error: ControlError(code: "unauthorized", message: "uid \(peer.uid) may not use this socket")))
+                    error: ControlError(code: .unauthorized, message: "uid \(peer.uid) may not use this socket")))
             Glibc.close(descriptor)
             metadata["role"] = "none"
             metadata[MessageID.metadataKey] = "\(MessageID.clientRejected)"
@@ -616,7 +616,7 @@ final class ControlServerLoop {
             ControlProtocol.failure(
                 id: nil,
                 error: ControlError(
-                    code: "line_too_long", message: "a line is longer than \(settings.maxLineBytes) bytes")),
+                    code: .lineTooLong, message: "a line is longer than \(settings.maxLineBytes) bytes")),
             reason: "line too long", now: now)
     }
 
@@ -644,14 +644,14 @@ final class ControlServerLoop {
             refuse(
                 connection, id: id,
                 ControlError(
-                    code: "rate_limited", message: "more than \(settings.requestsPerSecond) requests a second"),
+                    code: .rateLimited, message: "more than \(settings.requestsPerSecond) requests a second"),
                 now: now)
             return
         }
 
         switch decoded {
         case .failure(let refusal):
-            if refusal.error.code == "bad_request" { count { $0.badRequests.saturatingAdd(1) } }
+            if refusal.error.code == .badRequest { count { $0.badRequests.saturatingAdd(1) } }
             refuse(connection, id: refusal.id, refusal.error, now: now)
         case .success(.hello(let id, let version)):
             guard connection.phase == .greeting else {
@@ -665,7 +665,7 @@ final class ControlServerLoop {
                     ControlProtocol.failure(
                         id: id,
                         error: ControlError(
-                            code: "unsupported_version",
+                            code: .unsupportedVersion,
                             message: "this server speaks version \(ControlProtocol.version), not \(version)")),
                     reason: "unsupported version", now: now)
                 return
@@ -678,20 +678,20 @@ final class ControlServerLoop {
         case .success(.request(let id, let command)):
             guard connection.phase == .ready else {
                 refuse(
-                    connection, id: id, ControlError(code: "hello_required", message: "send hello first"), now: now)
+                    connection, id: id, ControlError(code: .helloRequired, message: "send hello first"), now: now)
                 return
             }
             guard connection.role == .controller || !ControlProtocol.needsController(command) else {
                 refuse(
                     connection, id: id,
-                    ControlError(code: "unauthorized", message: "this verb needs the controller role"), now: now)
+                    ControlError(code: .unauthorized, message: "this verb needs the controller role"), now: now)
                 return
             }
             guard connection.awaiting < settings.maxPendingRequests else {
                 refuse(
                     connection, id: id,
                     ControlError(
-                        code: "busy", message: "\(settings.maxPendingRequests) requests are waiting for an answer"),
+                        code: .busy, message: "\(settings.maxPendingRequests) requests are waiting for an answer"),
                     now: now)
                 return
             }

@@ -113,7 +113,7 @@ struct ControlSubscriptions {
                 guard let kind = Kind(rawValue: name) else {
                     return .failure(
                         ControlError(
-                            code: "unknown_kind",
+                            code: .unknownKind,
                             message:
                                 "no event kind called '\(name)' (\(Kind.allCases.map(\.rawValue).joined(separator: ", ")))"
                         )
@@ -124,11 +124,11 @@ struct ControlSubscriptions {
         }
         let knownControls = Set(scene.controlIDs)
         if let unknown = filter.controls?.first(where: { !knownControls.contains($0) }) {
-            return .failure(ControlError(code: "unknown_control", message: "no control called '\(unknown)'"))
+            return .failure(ControlError(code: .unknownControl, message: "no control called '\(unknown)'"))
         }
         let knownGestures = Set(scene.gestureIDs)
         if let unknown = filter.gestures?.first(where: { !knownGestures.contains($0) }) {
-            return .failure(ControlError(code: "unknown_gesture", message: "no gesture called '\(unknown)'"))
+            return .failure(ControlError(code: .unknownGesture, message: "no gesture called '\(unknown)'"))
         }
         var controlEvents = Control.Event.allEvents
         var gestureEvents = GestureRecognizer.Event.named.reduce(into: GestureRecognizer.Event()) {
@@ -143,7 +143,7 @@ struct ControlSubscriptions {
                 } else if let event = GestureRecognizer.Event(name: name) {
                     gestureEvents.formUnion(event)
                 } else {
-                    return .failure(ControlError(code: "unknown_event", message: "no event called '\(name)'"))
+                    return .failure(ControlError(code: .unknownEvent, message: "no event called '\(name)'"))
                 }
             }
         }

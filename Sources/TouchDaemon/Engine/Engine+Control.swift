@@ -37,10 +37,10 @@ extension Engine {
             effects.append(.control(.response(client: client, id: id, result: statsJSON(edge()))))
         case .set(let name, let enabled, let selected, let value):
             guard scene.control(name) != nil else {
-                return refuse(request, code: "unknown_control", "no control called '\(name)'", into: &effects)
+                return refuse(request, code: .unknownControl, "no control called '\(name)'", into: &effects)
             }
             if let value, !value.isFinite {
-                return refuse(request, code: "invalid_value", "the value must be a finite number", into: &effects)
+                return refuse(request, code: .invalidValue, "the value must be a finite number", into: &effects)
             }
             let before = controlJSON(name)
             if let enabled {
@@ -69,13 +69,13 @@ extension Engine {
             }
         case .send(let name, let eventNames):
             guard scene.control(name) != nil else {
-                return refuse(request, code: "unknown_control", "no control called '\(name)'", into: &effects)
+                return refuse(request, code: .unknownControl, "no control called '\(name)'", into: &effects)
             }
             var events = Control.Event()
             for eventName in eventNames {
                 guard let event = configuration.controlEvent(named: eventName) else {
                     return refuse(
-                        request, code: "unknown_event", "no control event called '\(eventName)'", into: &effects)
+                        request, code: .unknownEvent, "no control event called '\(eventName)'", into: &effects)
                 }
                 events.formUnion(event)
             }
@@ -98,7 +98,7 @@ extension Engine {
         case .screen(let screen):
             if let screen {
                 guard scene.screenIDs.contains(screen) else {
-                    return refuse(request, code: "unknown_screen", "no screen called '\(screen)'", into: &effects)
+                    return refuse(request, code: .unknownScreen, "no screen called '\(screen)'", into: &effects)
                 }
                 let changed = scene.activeScreen != screen
                 deliver(
@@ -127,7 +127,9 @@ extension Engine {
         }
     }
 
-    private func refuse(_ request: ControlRequest, code: String, _ message: String, into effects: inout [Effect]) {
+    private func refuse(
+        _ request: ControlRequest, code: ControlError.Code, _ message: String, into effects: inout [Effect]
+    ) {
         effects.append(
             .control(
                 .failure(client: request.client, id: request.id, error: ControlError(code: code, message: message))))
