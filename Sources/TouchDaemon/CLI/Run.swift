@@ -78,12 +78,12 @@ struct Run: ParsableCommand {
         let status = runOnDedicatedThread(name: "touchd-input") {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
-                notifier: notifier, sockets: sockets, commands: commands, control: control,
+                notifier: notifier, executors: Executors(sockets: sockets, commands: commands), control: control,
                 controlProblem: controlProblem, strictPermissions: strictPermissions
             ).run(signals: signals)
         }
         // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.
-        commands.stop(graceMicroseconds: Daemon.commandStopGrace)
+        commands.stop(withinMicroseconds: Executors.commandGrace)
         control?.stop(flushTimeoutMicroseconds: 0)
         if status != 0 { throw ExitCode(status) }
     }

@@ -57,12 +57,6 @@ struct Simulate: ParsableCommand {
 
     /// Prints the lines as they happen and hands each handled action to its target, sleeping between outputs so
     /// that they keep the input's spacing. Ends by flushing the targets and summarising what they got on stderr.
-    /// Waits until no command runs any more, or `microseconds` have passed.
-    private func waitForCommands(_ commands: CommandRunner, atMost microseconds: UInt64) {
-        let deadline = monotonicMicroseconds() &+ microseconds
-        while commands.runningCount > 0, monotonicMicroseconds() < deadline { usleep(10_000) }
-    }
-
     /// What the engine says about the recording's devices (added, ignored and why) goes to standard error as a note;
     /// its other lines (diagnostics) are already among the JSON lines.
     private func note(_ message: String, _ metadata: Logger.Metadata) {
@@ -83,16 +77,14 @@ struct Simulate: ParsableCommand {
             printError("touchd: error: cannot start the socket-target sender: \(error)")
             throw ExitCode(71)  // EX_OSERR
         }
-        sockets.configure(configuration.socketTargets)
         // Children's standard output and error go to simulate's standard error, apart from the JSON lines.
-        let commands = CommandRunner(logger: logger, output: .standardError)
-        commands.configure(configuration.execTargets)
+        let executors = Executors(sockets: sockets, commands: CommandRunner(logger: logger, output: .standardError))
+        executors.configure(configuration)
         let started = monotonicMicroseconds()
         var origin: UInt64?
         simulation.run(played) { effects in
             // The engine's deliveries, exactly as touchd run hands them to its executors.
-            var messages: [ActionDelivery] = []
-            var runs: [ActionDelivery] = []
+            var deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
             for effect in effects {
                 switch effect {
                 case .output(let output, let time):
@@ -104,37 +96,17 @@ struct Simulate: ParsableCommand {
                     if due > now { usleep(UInt32(clamping: due - now)) }
                     for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
                     fflush(nil)  // all streams: Swift 6 refuses a reference to the global `stdout`
-                case .deliver(let delivery, .socket, _): messages.append(delivery)
-                case .deliver(let delivery, .exec, _): runs.append(delivery)
+                case .deliver(let delivery, let executor, _): deliveries.append((delivery, executor))
                 case .log(_, let message, let metadata): note(message, metadata)
                 case .control, .notify, .configureExecutors: break
                 }
             }
-            sockets.submit(messages)
-            commands.submit(runs)
+            executors.submit(deliveries)
         }
-        sockets.stop(flushTimeoutMicroseconds: 2_000_000)
         // The commands still running get their timeouts' worth of time, as under touchd run, then the usual
         // SIGTERM-then-SIGKILL of their process groups.
-        let longest = configuration.execTargets.values.map(\.timeout).max() ?? 0
-        waitForCommands(commands, atMost: longest)
-        commands.stop(graceMicroseconds: CommandRunner.Limits.standard.killGrace)
-        for (name, statistics) in commands.statistics.sorted(by: { $0.key < $1.key }) {
-            logger.info(
-                "command target",
-                metadata: [
-                    "target": "\(name)", "started": "\(statistics.started)", "succeeded": "\(statistics.succeeded)",
-                    "failed": "\(statistics.failed)", "dropped": "\(statistics.dropped)",
-                ])
-        }
-        for (name, statistics) in sockets.statistics.sorted(by: { $0.key < $1.key }) {
-            logger.info(
-                "socket target",
-                metadata: [
-                    "target": "\(name)", "sent": "\(statistics.sent)", "dropped": "\(statistics.dropped)",
-                    "failed": "\(statistics.failed)",
-                ])
-        }
+        executors.stop(commandsMayFinishWithin: configuration.execTargets.values.map(\.timeout).max() ?? 0)
+        for report in executors.targetReports { logger.info("target statistics", metadata: report.metadata) }
     }
 
     private func readInput() throws -> Simulation.Input {

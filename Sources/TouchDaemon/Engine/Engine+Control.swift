@@ -7,8 +7,8 @@ struct EdgeStatistics: Sendable {
     var lostEventWarnings = 0
     var processing = LatencyHistogram()
     var handling = LatencyHistogram()
-    var sockets: [String: SocketTargetStatistics] = [:]
-    var commands: [String: CommandTargetStatistics] = [:]
+    /// Every target's counters, from its executor.
+    var targets: [ExecutorTargetReport] = []
     var controlCounters: [(name: String, value: Int)] = []
 }
 
@@ -244,28 +244,7 @@ extension Engine {
         line.add("processing", json: Self.histogramJSON(edge.processing))
         line.add("handling", json: Self.histogramJSON(edge.handling))
         var targets = JSONLine()
-        for (name, counts) in edge.sockets.sorted(by: { $0.key < $1.key }) {
-            var entry = JSONLine()
-            entry.add("kind", "socket")
-            entry.add("sent", counts.sent)
-            entry.add("dropped", counts.dropped)
-            entry.add("failed", counts.failed)
-            entry.add("connected", counts.connected)
-            entry.add("queued", counts.queued)
-            targets.add(name, json: entry.line)
-        }
-        for (name, counts) in edge.commands.sorted(by: { $0.key < $1.key }) {
-            var entry = JSONLine()
-            entry.add("kind", "exec")
-            entry.add("started", counts.started)
-            entry.add("succeeded", counts.succeeded)
-            entry.add("failed", counts.failed)
-            entry.add("timed_out", counts.timedOut)
-            entry.add("terminated", counts.terminated)
-            entry.add("spawn_errors", counts.spawnErrors)
-            entry.add("dropped", counts.dropped)
-            targets.add(name, json: entry.line)
-        }
+        for report in edge.targets { targets.add(report.target, json: report.json) }
         line.add("targets", json: targets.line)
         line.add("subscribers", subscriptions.subscriptions.count)
         var server = JSONLine()

@@ -15,8 +15,8 @@ final class Daemon {
     private(set) var engine: Engine
     let logger: Logger
     private let notifier: Notifier
-    let sockets: SocketTargetSender
-    let commands: CommandRunner
+    /// Socket targets and commands.
+    let executors: Executors
     var input: LibinputContext?
     /// From each frame's libinput timestamp to its actions being handed to their executor.
     private(set) var processing = LatencyHistogram()
@@ -28,6 +28,8 @@ final class Daemon {
     /// Deliveries of the current batch, handed over together by ``handOver()``: `executor` says which executor takes
     /// each, `fromInput` whether its time is an input event's (and so counts in the processing-time figures).
     private var outbox: [(delivery: ActionDelivery, executor: ExecutorKind, fromInput: Bool)] = []
+    /// The same deliveries without their provenance, as the executors take them (kept to reuse its storage).
+    private var handed: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
     private var nextWatchdog: UInt64?
     /// The control socket's server; nil when `[control_socket] enabled = false` or it could not be set up.
     let control: (any ControlChannel)?
@@ -40,7 +42,7 @@ final class Daemon {
 
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
-        sockets: SocketTargetSender, commands: CommandRunner, control: (any ControlChannel)?,
+        executors: Executors, control: (any ControlChannel)?,
         controlProblem: String? = nil, strictPermissions: Bool = false
     ) {
         self.configurationPath = configurationPath
@@ -50,8 +52,7 @@ final class Daemon {
             controlProblem: controlProblem)
         self.logger = logger
         self.notifier = notifier
-        self.sockets = sockets
-        self.commands = commands
+        self.executors = executors
         self.control = control
     }
 
@@ -68,8 +69,7 @@ final class Daemon {
         self.input = input
         // From here on a SIGHUP or SIGTERM that lands on a thread which unblocked it comes to this thread's signalfd.
         signals.receiveOnCurrentThread()
-        sockets.configure(engine.configuration.socketTargets)
-        commands.configure(engine.configuration.execTargets)
+        executors.configure(engine.configuration)
         logger.info(
             "touchd started",
             metadata: [
@@ -175,8 +175,7 @@ final class Daemon {
                 // What the old configuration caused goes out under the old targets first.
                 handOver()
                 control?.setGeneration(engine.generation)
-                sockets.configure(configuration.socketTargets)
-                commands.configure(configuration.execTargets)
+                executors.configure(configuration)
             case .output:
                 break  // only an observer asks for it (the engine is not made with observesOutput here)
             }
@@ -197,12 +196,9 @@ final class Daemon {
             processing.record(now.saturatingSubtract(delivery.timeMicroseconds))
             handling.record(now.saturatingSubtract(wokeAt))
         }
-        if outbox.contains(where: { $0.executor == .socket }) {
-            sockets.submit(outbox.lazy.filter { $0.executor == .socket }.map(\.delivery))
-        }
-        if outbox.contains(where: { $0.executor == .exec }) {
-            commands.submit(outbox.lazy.filter { $0.executor == .exec }.map(\.delivery))
-        }
+        handed.append(contentsOf: outbox.lazy.map { ($0.delivery, $0.executor) })
+        executors.submit(handed)
+        handed.removeAll(keepingCapacity: true)
         outbox.removeAll(keepingCapacity: true)
     }
 
@@ -219,7 +215,7 @@ final class Daemon {
         EdgeStatistics(
             uptimeMicroseconds: monotonicMicroseconds().saturatingSubtract(startedAt),
             lostEventWarnings: input?.lostEventWarnings ?? 0, processing: processing, handling: handling,
-            sockets: sockets.statistics, commands: commands.statistics, controlCounters: control?.counters ?? [])
+            targets: executors.targetReports, controlCounters: control?.counters ?? [])
     }
 
     // MARK: - Reload and stop
@@ -257,8 +253,7 @@ final class Daemon {
         handOver()
         // Subscribers get a shutdown line first, so they know the connection's end is not a crash.
         control?.stop(flushTimeoutMicroseconds: 500_000)
-        sockets.stop(flushTimeoutMicroseconds: 1_000_000)
-        commands.stop(graceMicroseconds: Self.commandStopGrace)
+        executors.stop()
         // From libinput's event timestamp to the executor (the contract's figure), and the in-process part of it.
         var latency = processing.summary.mapValues { Logger.MetadataValue.string($0) }
         for (key, value) in handling.summary where key != "samples" { latency["handling_\(key)"] = .string(value) }
@@ -273,27 +268,13 @@ final class Daemon {
                 "reloads": "\(statistics.reloads)", "reload_failures": "\(statistics.reloadFailures)",
                 "libinput_lost_event_warnings": "\(input?.lostEventWarnings ?? 0)",
             ])
-        logCommandStatistics()
+        logTargetStatistics()
         return 0
     }
 
-    /// At shutdown, children still running get SIGTERM on their process group, and SIGKILL after this long.
-    static let commandStopGrace: UInt64 = 1_000_000
-
-    /// One line per command target that was ever configured.
-    private func logCommandStatistics() {
-        let all = commands.statistics
-        for name in all.keys.sorted() {
-            let counts = all[name]!
-            logger.info(
-                "command target statistics",
-                metadata: [
-                    "target": "\(name)", "started": "\(counts.started)", "succeeded": "\(counts.succeeded)",
-                    "failed": "\(counts.failed)", "timed_out": "\(counts.timedOut)",
-                    "terminated": "\(counts.terminated)", "spawn_errors": "\(counts.spawnErrors)",
-                    "dropped": "\(counts.dropped)",
-                ])
-        }
+    /// One line per target that was ever configured, with its counters.
+    private func logTargetStatistics() {
+        for report in executors.targetReports { logger.info("target statistics", metadata: report.metadata) }
     }
 }
 

@@ -1,0 +1,124 @@
+import Glibc
+import Logging
+
+/// Carries out one kind of target's actions on threads or tasks of its own. The input thread configures it, hands
+/// it deliveries (it never blocks the caller) and stops it; `touchd simulate --execute` does the same. A new kind of
+/// target is one more conforming type and one more case of ``ExecutorKind`` and `Configuration.TargetDefinition.Kind`.
+protocol Executor: AnyObject, Sendable {
+    /// Which targets it serves.
+    var kind: ExecutorKind { get }
+    /// Takes the targets of its kind from a configuration: at start and after each reload taken.
+    func configure(_ configuration: Configuration)
+    /// Takes deliveries for its targets and returns at once.
+    func submit(_ deliveries: some Sequence<ActionDelivery>)
+    /// Finishes what is in flight within `microseconds` (flushes queued messages, or stops running commands), then
+    /// lets everything go. Idempotent.
+    func stop(withinMicroseconds microseconds: UInt64)
+    /// Per target name (targets since removed included): its counters as a JSON object for `stats`, and as log
+    /// metadata for the line logged at stop.
+    var targetReports: [ExecutorTargetReport] { get }
+}
+
+/// One target's counters, as an executor reports them.
+struct ExecutorTargetReport: Sendable {
+    var target: String
+    var json: String
+    var metadata: Logger.Metadata
+}
+
+/// The executors of every kind, in the order they stop: socket targets first (their queued messages are flushed
+/// while the commands still run), then commands (SIGTERM to their groups, SIGKILL after the grace). Written once for
+/// `touchd run` and `touchd simulate --execute`.
+struct Executors: Sendable {
+    /// How long socket targets get to flush at stop.
+    static let socketFlush: UInt64 = 1_000_000
+    /// How long running commands get between SIGTERM and SIGKILL at stop.
+    static let commandGrace: UInt64 = 1_000_000
+
+    let sockets: SocketTargetSender
+    let commands: CommandRunner
+
+    var all: [any Executor] { [sockets, commands] }
+
+    func configure(_ configuration: Configuration) {
+        for executor in all { executor.configure(configuration) }
+    }
+
+    /// Hands each executor its deliveries, one call each, in the order they came.
+    func submit(_ deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]) {
+        for executor in all where deliveries.contains(where: { $0.executor == executor.kind }) {
+            executor.submit(deliveries.lazy.filter { $0.executor == executor.kind }.map(\.delivery))
+        }
+    }
+
+    /// Stops them all, in order. `commandsMayFinishWithin`: how long running commands may go on by themselves before
+    /// they get SIGTERM (`touchd simulate --execute` lets them run their timeout's worth; `touchd run` stops them at
+    /// once, since a stopping kiosk should stop).
+    func stop(commandsMayFinishWithin: UInt64 = 0) {
+        sockets.stop(withinMicroseconds: Self.socketFlush)
+        let deadline = monotonicMicroseconds() &+ commandsMayFinishWithin
+        while commands.runningCount > 0, monotonicMicroseconds() < deadline { usleep(10_000) }
+        commands.stop(withinMicroseconds: Self.commandGrace)
+    }
+
+    /// Every target's report, sorted by name.
+    var targetReports: [ExecutorTargetReport] {
+        all.flatMap(\.targetReports).sorted { $0.target < $1.target }
+    }
+}
+
+extension SocketTargetSender: Executor {
+    var kind: ExecutorKind { .socket }
+
+    func configure(_ configuration: Configuration) { configure(configuration.socketTargets) }
+
+    func stop(withinMicroseconds microseconds: UInt64) { stop(flushTimeoutMicroseconds: microseconds) }
+
+    var targetReports: [ExecutorTargetReport] {
+        statistics.map { name, counts in
+            var entry = JSONLine()
+            entry.add("kind", "socket")
+            entry.add("sent", counts.sent)
+            entry.add("dropped", counts.dropped)
+            entry.add("failed", counts.failed)
+            entry.add("connected", counts.connected)
+            entry.add("queued", counts.queued)
+            return ExecutorTargetReport(
+                target: name, json: entry.line,
+                metadata: [
+                    "target": "\(name)", "kind": "socket", "sent": "\(counts.sent)", "dropped": "\(counts.dropped)",
+                    "failed": "\(counts.failed)",
+                ])
+        }
+    }
+}
+
+extension CommandRunner: Executor {
+    var kind: ExecutorKind { .exec }
+
+    func configure(_ configuration: Configuration) { configure(configuration.execTargets) }
+
+    func stop(withinMicroseconds microseconds: UInt64) { stop(graceMicroseconds: microseconds) }
+
+    var targetReports: [ExecutorTargetReport] {
+        statistics.map { name, counts in
+            var entry = JSONLine()
+            entry.add("kind", "exec")
+            entry.add("started", counts.started)
+            entry.add("succeeded", counts.succeeded)
+            entry.add("failed", counts.failed)
+            entry.add("timed_out", counts.timedOut)
+            entry.add("terminated", counts.terminated)
+            entry.add("spawn_errors", counts.spawnErrors)
+            entry.add("dropped", counts.dropped)
+            return ExecutorTargetReport(
+                target: name, json: entry.line,
+                metadata: [
+                    "target": "\(name)", "kind": "exec", "started": "\(counts.started)",
+                    "succeeded": "\(counts.succeeded)", "failed": "\(counts.failed)",
+                    "timed_out": "\(counts.timedOut)", "terminated": "\(counts.terminated)",
+                    "spawn_errors": "\(counts.spawnErrors)", "dropped": "\(counts.dropped)",
+                ])
+        }
+    }
+}
