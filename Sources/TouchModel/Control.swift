@@ -17,15 +17,23 @@ public struct Control: Hashable, Sendable {
         /// the segment index) and sends valueChanged when the selection changes.
         case segmented(Segmented)
 
-        /// The configuration name of the kind.
-        public var name: String {
+        /// The kinds by name, as the configuration, `check`, the control socket and `render` spell them: the one
+        /// table of those names.
+        public enum Name: String, Hashable, Sendable, CaseIterable {
+            case button, toggle, slider, segmented
+        }
+
+        public var kindName: Name {
             switch self {
-            case .button: "button"
-            case .toggle: "toggle"
-            case .slider: "slider"
-            case .segmented: "segmented"
+            case .button: .button
+            case .toggle: .toggle
+            case .slider: .slider
+            case .segmented: .segmented
             }
         }
+
+        /// The configuration name of the kind.
+        public var name: String { kindName.rawValue }
     }
 
     /// The direction in which a slider's value or a segmented control's index grows.

@@ -107,7 +107,7 @@ struct GoldenTests {
 
     @Test("a file that is not a recording is refused with a message")
     func notARecording() throws {
-        let output = Configuration.Output(width: 1920, height: 1080, rotation: 0, calibration: nil)
+        let output = Configuration.Output(width: 1920, height: 1080, rotation: .normal, calibration: nil)
         guard case .failure(let problem) = LibinputRecording.frames(from: "version: 1\nlibinput: {}\n", output: output)
         else {
             Issue.record("accepted a recording without devices")

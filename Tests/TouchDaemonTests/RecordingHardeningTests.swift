@@ -8,7 +8,7 @@ import TouchModel
 /// result, in bounded time and memory, never a trap.
 @Suite("simulate: hostile recordings and scripts")
 struct RecordingHardeningTests {
-    static let output = Configuration.Output(width: 1920, height: 1080, rotation: 0, calibration: nil)
+    static let output = Configuration.Output(width: 1920, height: 1080, rotation: .normal, calibration: nil)
 
     /// A recording's header and one multitouch device (axes 0…4095, slots 0…`slots`), with `events` as its frames.
     static func device(node: Int, slots: Int = 9, axisMaximum: Int = 4095, frames: [[[Int]]]) -> String {

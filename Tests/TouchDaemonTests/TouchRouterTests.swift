@@ -6,7 +6,7 @@ import TouchModel
 /// The input layer's pure half: which devices are used, how their contacts become frames, and what happens on
 /// unplug and reload (fault-cases.md D3, D7, D8, D10, D11, D14).
 struct TouchRouterTests {
-    static let output = Configuration.Output(width: 1000, height: 500, rotation: 0, calibration: nil)
+    static let output = Configuration.Output(width: 1000, height: 500, rotation: .normal, calibration: nil)
 
     static func device(
         _ id: Int, name: String = "ILITEK ILITEK-TP", vendor: Int = 0x222a, product: Int = 0x0001,
@@ -194,6 +194,17 @@ struct TouchRouterTests {
         _ = router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0)
         let frames = Self.frames(router.handle(Self.touch(.frame, slot: -1), now: 0))
         #expect(frames.first?.samples == [.began(0, at: Point(x: 500, y: 250))])
+    }
+
+    /// Each quarter turn as libinput's rotation matrices turn a normalised point, then onto the 1000×500 output.
+    @Test(arguments: [
+        (Configuration.Rotation.normal, Point(x: 250, y: 50)), (.right, Point(x: 900, y: 125)),
+        (.inverted, Point(x: 750, y: 450)), (.left, Point(x: 100, y: 375)),
+    ])
+    func rotationTurnsThePointClockwise(_ rotation: Configuration.Rotation, _ expected: Point) {
+        var output = Self.output
+        output.rotation = rotation
+        #expect(CoordinateMapper(output: output).map(x: 0.25, y: 0.1) == expected)
     }
 
     @Test func reloadReportsDevicesWhoseUseChanged() {

@@ -40,14 +40,14 @@ extension Configuration {
         }
         var kinds: [String: Int] = [:]
         for control in controls { kinds[control.kind.name, default: 0] += 1 }
-        let kindList = ["button", "toggle", "slider", "segmented"].compactMap { kind in
-            kinds[kind].map { count($0, kind) }
+        let kindList = Control.Kind.Name.allCases.compactMap { kind in
+            kinds[kind.rawValue].map { count($0, kind.rawValue) }
         }
         let actions =
             controls.reduce(0) { $0 + $1.actions.entries.count } + gestures.reduce(0) { $0 + $1.actions.count }
         let sockets = targets.filter { if case .socket = $0.kind { true } else { false } }.count
         var lines = [
-            "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation)°, seat \(seat)",
+            "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation.rawValue)°, seat \(seat)",
             [
                 count(screens.count, "screen"), count(groups.count, "group"),
                 count(controls.count, "control") + (kindList.isEmpty ? "" : " (\(kindList.joined(separator: ", ")))"),

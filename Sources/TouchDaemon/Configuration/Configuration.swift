@@ -3,12 +3,20 @@ import TouchModel
 /// A validated configuration: everything in it is in range and refers to things that exist.
 /// Built only by ``ConfigurationLoader``; the model types inside are ready for a ``Scene``.
 struct Configuration: Sendable {
+    /// A quarter turn, clockwise, in degrees: the values `rotation` takes (xrandr's normal, right, inverted, left).
+    enum Rotation: Int, Hashable, Sendable, CaseIterable {
+        case normal = 0
+        case right = 90
+        case inverted = 180
+        case left = 270
+    }
+
     /// The screen the touchscreen covers.
     struct Output: Hashable, Sendable {
         var width: Double
         var height: Double
-        /// 0, 90, 180 or 270 degrees, clockwise.
-        var rotation: Int
+        /// How the panel is turned, clockwise.
+        var rotation: Rotation
         /// libinput's 2×3 calibration matrix, row-major; nil leaves the device's own.
         var calibration: [Double]?
 

@@ -197,9 +197,11 @@ private struct Decoder {
         defer { table.finish() }
         let width = table.number("width", in: 1...32_768, required: true)
         let height = table.number("height", in: 1...32_768, required: true)
-        let rotation = table.integer("rotation", in: 0...270) ?? 0
-        if ![0, 90, 180, 270].contains(rotation) {
-            table.report("rotation", "\(rotation) is not one of 0, 90, 180, 270")
+        let degrees = table.integer("rotation", in: 0...270) ?? 0
+        let rotation = Configuration.Rotation(rawValue: degrees)
+        if rotation == nil {
+            let allowed = Configuration.Rotation.allCases.map { String($0.rawValue) }.joined(separator: ", ")
+            table.report("rotation", "\(degrees) is not one of \(allowed)")
         }
         var calibration: [Double]?
         if let value = table.value("calibration") {
@@ -214,7 +216,8 @@ private struct Decoder {
             }
         }
         guard let width, let height else { return nil }
-        return Configuration.Output(width: width, height: height, rotation: rotation, calibration: calibration)
+        return Configuration.Output(
+            width: width, height: height, rotation: rotation ?? .normal, calibration: calibration)
     }
 
     private func decodeInput() -> String {
@@ -549,12 +552,9 @@ private struct Decoder {
         targets: [String: Configuration.TargetDefinition], applicationEvents: [String: Control.Event]
     ) -> Control? {
         defer { table.finish() }
-        let kindIsValid =
-            !table.table.contains(key: "kind")
-            || table.string("kind").map {
-                ["button", "toggle", "slider", "segmented"].contains($0)
-            } == true
-        let kindName = table.choice("kind", ["button", "toggle", "slider", "segmented"]) ?? "button"
+        let kindNames = Control.Kind.Name.allCases.map(\.rawValue)
+        let kindIsValid = !table.table.contains(key: "kind") || table.string("kind").map(kindNames.contains) == true
+        let kindName = table.choice("kind", kindNames).flatMap(Control.Kind.Name.init) ?? .button
         let parent = checkParent(table, groups: groups)
         let target = checkTargetName(table.string("target"), in: table, key: "target", targets: targets)
         let shape = decodeShape(table, bounds: bounds, required: true)
@@ -575,7 +575,7 @@ private struct Decoder {
         var kind: Control.Kind?
         var value: Double?
         switch kindName {
-        case "slider":
+        case .slider:
             allowed = sliderKeys + axisKeys + valueKeys
             let minimum = table.number("min", in: -1e9...1e9) ?? 0
             let maximum = table.number("max", in: -1e9...1e9) ?? 1
@@ -593,7 +593,7 @@ private struct Decoder {
             if minimum < maximum {
                 kind = .slider(Control.Slider(minimum: minimum, maximum: maximum, axis: axis, isContinuous: continuous))
             }
-        case "segmented":
+        case .segmented:
             allowed = segmentedKeys + axisKeys + valueKeys
             let count = table.integer("segments", in: 1...64, required: true)
             let axis = table.choice("axis", ["horizontal", "vertical"]).flatMap(Control.Axis.init) ?? .horizontal
@@ -603,16 +603,16 @@ private struct Decoder {
             } else {
                 _ = table.value("value")  // not checkable without a valid count; the count's problem is reported
             }
-        case "toggle":
+        case .toggle:
             kind = .toggle
-        default:
+        case .button:
             kind = .button
         }
         for key in sliderKeys + axisKeys + segmentedKeys + valueKeys
         where !allowed.contains(key) && table.table.contains(key: key) {
             _ = table.value(key)
             // With an invalid kind, only the kind's own problem is reported.
-            if kindIsValid { table.report(key, "'\(key)' does not apply to a \(kindName)") }
+            if kindIsValid { table.report(key, "'\(key)' does not apply to a \(kindName.rawValue)") }
         }
 
         var actions = TargetActionTable()

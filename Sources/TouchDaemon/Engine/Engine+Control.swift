@@ -198,12 +198,7 @@ extension Engine {
         var line = JSONLine()
         line.add("id", id)
         guard let control = scene.control(id), let state = scene.state(of: id) else { return line.line }
-        switch control.kind {
-        case .button: line.add("kind", "button")
-        case .toggle: line.add("kind", "toggle")
-        case .slider: line.add("kind", "slider")
-        case .segmented: line.add("kind", "segmented")
-        }
+        line.add("kind", control.kind.name)
         line.add("enabled", control.isEnabled)
         line.add("selected", control.isSelected)
         line.add("highlighted", state.contains(.highlighted))

@@ -6,8 +6,7 @@ import TouchModel
 struct CoordinateMapper: Hashable, Sendable {
     /// Row-major 2×3 matrix applied to normalised coordinates, as libinput's calibration.
     var calibration: [Double]
-    /// Degrees clockwise: 0, 90, 180 or 270.
-    var rotation: Int
+    var rotation: Configuration.Rotation
     /// Where the device lands on the output.
     var region: Rect
 
@@ -24,10 +23,10 @@ struct CoordinateMapper: Hashable, Sendable {
         let cy = calibration[3] * x + calibration[4] * y + calibration[5]
         let (rx, ry): (Double, Double)
         switch rotation {
-        case 90: (rx, ry) = (1 - cy, cx)  // libinput's "90° clockwise" matrix: 0 -1 1 / 1 0 0
-        case 180: (rx, ry) = (1 - cx, 1 - cy)
-        case 270: (rx, ry) = (cy, 1 - cx)
-        default: (rx, ry) = (cx, cy)
+        case .right: (rx, ry) = (1 - cy, cx)  // libinput's "90° clockwise" matrix: 0 -1 1 / 1 0 0
+        case .inverted: (rx, ry) = (1 - cx, 1 - cy)
+        case .left: (rx, ry) = (cy, 1 - cx)
+        case .normal: (rx, ry) = (cx, cy)
         }
         let point = Point(x: region.minX + rx * region.width, y: region.minY + ry * region.height)
         return point.isFinite ? point : nil
