@@ -578,31 +578,6 @@ final class CommandRunnerCore: Sendable {
     }
 }
 
-/// A rate limit in the generic cell rate algorithm's form: on average one event per `interval`, bursts of up to
-/// `burst`. One number of state, no floating point.
-struct TokenBucket: Hashable, Sendable {
-    let burst: Int
-    let interval: UInt64
-    /// The time at which the bucket would be full again ("theoretical arrival time").
-    private var full: UInt64 = 0
-
-    init(burst: Int, interval: UInt64) {
-        self.burst = burst
-        self.interval = interval
-    }
-
-    /// Takes a token at `now` if one is left.
-    mutating func take(now: UInt64) -> Bool {
-        let allowance = UInt64(burst).multipliedReportingOverflow(by: interval)
-        let span = allowance.overflow ? UInt64.max : allowance.partialValue
-        let base = max(full, now)
-        // Full again more than `burst` intervals from now: no token left.
-        guard base.saturatingSubtract(now) + interval <= span else { return false }
-        full = base.saturatingSum(interval)
-        return true
-    }
-}
-
 extension Configuration {
     /// The command targets by name, as `CommandRunner.configure` takes them.
     var execTargets: [String: ExecTarget] {
