@@ -333,7 +333,8 @@ public struct TOMLParser {
                 index += word.unicodeScalars.count
                 return .boolean(character == "t")
             }
-            throw error("expected a value, saw \(describe(character)) (true and false are lowercase, strings are quoted)")
+            throw error(
+                "expected a value, saw \(describe(character)) (true and false are lowercase, strings are quoted)")
         default:
             if character == "+" || character == "-" || character == "i" || character == "n"
                 || ("0"..."9").contains(character)
@@ -595,7 +596,9 @@ public struct TOMLParser {
             value = value << 4 | nibble
         }
         guard let scalar = Unicode.Scalar(value) else {
-            throw error("'\\\(code)' escape of U+\(String(value, radix: 16, uppercase: true)), which is not a Unicode scalar value")
+            throw error(
+                "'\\\(code)' escape of U+\(String(value, radix: 16, uppercase: true)), which is not a Unicode scalar value"
+            )
         }
         index += 1 + digits
         return scalar

@@ -7,7 +7,7 @@ import Testing
 @testable import TouchDaemon
 
 /// The command runner against real processes: `/bin/sh` scripts in a temporary directory stand in for the kiosk's
-/// commands (fault-cases.md A1–A3, A5–A7, A10, A11). Nothing here asserts on a duration: every wait polls for a
+/// commands (fault-cases.md A1–A3, A5–A7, A9–A11). Nothing here asserts on a duration: every wait polls for a
 /// condition with a generous deadline, and timeouts are only ever shorter than those deadlines. A slow machine makes
 /// these tests slower, not flaky.
 @Suite(.serialized)
@@ -142,6 +142,56 @@ struct CommandTargetTests {
             let seen = try environment(of: pid)
             #expect(Set(seen.keys).isDisjoint(with: leaked), "leaked: \(seen)")
             #expect(Set(seen.keys) == ["PATH", "LANG", "TOUCHD_ACTION", "TOUCHD_CONTROL", "TOUCHD_EVENT"])
+            await runner.shutdown(graceMicroseconds: 100_000)
+        }
+    }
+
+    // MARK: - Output
+
+    /// Fault case A9: a command that writes megabytes leaves touchd's memory flat, because touchd never reads a byte
+    /// of it. By construction: the child's stdout and stderr are touchd's stderr (the journal under systemd), the same
+    /// open file description, with no pipe in between. Runs in a process of its own whose stderr is a scratch file,
+    /// so the 20 MB stay out of the test's output and the file's offset, which touchd shares with the child, shows
+    /// where every byte went.
+    @Test func megabytesOfChildOutputGoStraightToTouchdsStderrAndMemoryStaysFlat() async {
+        await #expect(processExitsWith: .success) {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("touchd-a9-\(getpid())").path
+            let file = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0o600)
+            try #require(file >= 0)
+            defer { unlink(path) }
+            try #require(dup2(file, 2) == 2)
+            close(file)
+
+            let runner = CommandRunner(logger: testLogger(LineSink.memory()), output: .standardError)
+            runner.configure([
+                "idle": execTarget(["/bin/sleep", "1000"]),
+                // 10 MB without a newline on stdout, then 10 MB of short lines on stderr.
+                "flood": execTarget(["head -c 10000000 /dev/zero; yes | head -c 10000000 >&2"], shell: true),
+            ])
+            runner.submit(delivery("wait", target: "idle"))
+            let pid = try #require(await processID(of: "idle", in: runner))
+            // The child's descriptors 1 and 2 open the very file that is touchd's descriptor 2: a regular file, so
+            // no pipe exists that touchd could read (or have to drain).
+            var ours = stat()
+            try #require(fstat(2, &ours) == 0)
+            for descriptor in [1, 2] {
+                var theirs = stat()
+                try #require(stat("/proc/\(pid)/fd/\(descriptor)", &theirs) == 0)
+                #expect(theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)
+                #expect(theirs.st_mode & S_IFMT == S_IFREG)
+            }
+
+            let before = residentBytes()
+            runner.submit(delivery("flood", target: "flood"))
+            #expect(await eventually { runner.statistics["flood"]?.succeeded == 1 })
+            let after = residentBytes()
+            // Every byte went through the shared description (the child's writes moved touchd's offset), and the
+            // idle child's descriptors share that offset too: one open file, not a copy of it.
+            let offset = lseek(2, 0, SEEK_CUR)
+            #expect(offset == 20_000_000)
+            #expect(fileOffset(pid: pid, descriptor: 1) == offset && fileOffset(pid: pid, descriptor: 2) == offset)
+            // A generous bound: what spawning costs, far below the 20 MB that reading the output would hold.
+            #expect(after - before < 8 << 20, "resident memory grew from \(before) to \(after) bytes")
             await runner.shutdown(graceMicroseconds: 100_000)
         }
     }
@@ -634,6 +684,23 @@ private func environment(of pid: Int32) throws -> [String: String] {
         result[String(text[..<equals])] = String(text[text.index(after: equals)...])
     }
     return result
+}
+
+/// This process's resident memory, from `/proc/self/statm` (its second field, in pages).
+private func residentBytes() -> Int {
+    let text = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+    let pages = text.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// The file offset of a process's descriptor, from its `/proc/PID/fdinfo` (`pos:`); nil if it cannot be read.
+private func fileOffset(pid: Int32, descriptor: Int32) -> Int? {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(descriptor)", encoding: .utf8) else {
+        return nil
+    }
+    return text.split(separator: "\n").first { $0.hasPrefix("pos:") }.flatMap {
+        Int($0.dropFirst(4).trimmingCharacters(in: .whitespaces))
+    }
 }
 
 /// Polls `condition` every few milliseconds for up to 20 seconds.

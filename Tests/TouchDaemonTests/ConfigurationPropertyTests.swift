@@ -11,8 +11,8 @@ import Testing
 /// longer runs outside the normal suite.
 @Suite("Configuration: properties")
 struct ConfigurationPropertyTests {
-    static let rounds = ProcessInfo.processInfo.environment["TOUCHD_FUZZ_ROUNDS"].flatMap { Int($0) } ?? 2_000
-    static let seed = ProcessInfo.processInfo.environment["TOUCHD_FUZZ_SEED"].flatMap { UInt64($0) }
+    static let rounds = TestSupport.fuzzRounds ?? 2_000
+    static let seed = TestSupport.fuzzSeed
 
     /// Checks one input end to end: the byte validation of a file read, then the loader.
     static func check(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
@@ -98,33 +98,7 @@ struct ConfigurationPropertyTests {
     }
 
     static func mutate(_ bytes: inout [UInt8], using random: inout SeededGenerator) {
-        guard !bytes.isEmpty else {
-            bytes = Array(fragments.randomElement(using: &random)!.utf8)
-            return
-        }
-        let offset = Int.random(in: 0..<bytes.count, using: &random)
-        switch Int.random(in: 0..<6, using: &random) {
-        case 0:  // flip a bit
-            bytes[offset] ^= 1 << UInt8.random(in: 0...7, using: &random)
-        case 1:  // delete a run
-            bytes.removeSubrange(offset..<Swift.min(bytes.count, offset + Int.random(in: 1...40, using: &random)))
-        case 2:  // duplicate a line
-            var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-            let line = Int.random(in: 0..<lines.count, using: &random)
-            lines.insert(lines[line], at: line)
-            bytes = Array(lines.joined(separator: [UInt8(ascii: "\n")]))
-        case 3:  // delete a line
-            var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-            lines.remove(at: Int.random(in: 0..<lines.count, using: &random))
-            bytes = Array(lines.joined(separator: [UInt8(ascii: "\n")]))
-        case 4:  // insert a fragment anywhere
-            bytes.insert(contentsOf: fragments.randomElement(using: &random)!.utf8, at: offset)
-        default:  // replace a value after an "=" with a fragment
-            guard let equals = bytes[offset...].firstIndex(of: UInt8(ascii: "=")) else { return }
-            let end = bytes[equals...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
-            bytes.replaceSubrange(
-                (equals + 1)..<end, with: Array((" " + fragments.randomElement(using: &random)!).utf8))
-        }
+        TestSupport.mutate(&bytes, fragments: fragments, valueAfter: UInt8(ascii: "="), using: &random)
     }
 
     @Test("the same input gives the same problems")

@@ -132,6 +132,85 @@ struct RecordingHardeningTests {
                 == "device 0: absinfo 53 has minimum 0 and maximum 9223372036854775807; evdev's values are 32-bit")
     }
 
+    // MARK: YAML's rarer forms
+
+    /// Found by HostileInputFuzzTests (TOUCHD_FUZZ_SEED=987654321): Yams.load trapped on a mapping key that is a list
+    /// or a mapping (a force unwrap in its Constructor), so `touchd simulate` crashed on such a file. Each case runs in
+    /// a process of its own, so that a trap fails this test instead of ending the test run.
+    @Test(
+        "a mapping key that is a list or a mapping is refused, not a trap",
+        arguments: [
+            ("? [a, b]\n: 1\n", "line 4, column 3"), ("x: {[1]: 2}\n", "line 4, column 5"),
+            ("x: {{a: 1}: 2}\n", "line 4, column 5"), ("? - a\n: 1\n", "line 4, column 3"),
+            ("s: !!set {[1]}\n", "line 4, column 11"),
+        ])
+    func complexKeys(_ yaml: String, _ position: String) async {
+        await #expect(processExitsWith: .success) { [yaml, position] in
+            #expect(
+                Self.failure("version: 1\nlibinput: {}\ndevices: []\n" + yaml)
+                    == "not a valid libinput recording: \(position): a mapping key is a list or a mapping")
+        }
+    }
+
+    @Test("nesting as deep as libyaml allows is read without running out of stack; deeper is refused")
+    func deepNesting() async {
+        await #expect(processExitsWith: .success) {
+            for depth in [990, 1_001] {
+                let text = "version: 1\nlibinput: {}\ndevices: []\nx:\n" + String(repeating: "- ", count: depth) + "x\n"
+                let result = LibinputRecording.frames(from: text, output: Self.output)
+                if depth < 1_000 {
+                    #expect((try? result.get())?.isEmpty == true, "\(result)")
+                } else {
+                    #expect(Self.failure(text)?.contains("Maximum nesting level reached") == true)
+                }
+            }
+        }
+    }
+
+    // MARK: Messages
+
+    /// Found by HostileInputFuzzTests: messages quoted the file without limit (an event's whole value; Yams' error
+    /// with the whole line of the problem, or for duplicate keys the whole file), so a 16 MiB recording made a
+    /// message of megabytes.
+    @Test("a message quotes at most a short cut of the file")
+    func shortMessages() throws {
+        let long = String(repeating: "x", count: 100_000)
+        let event = Self.recording(Self.device(node: 0, frames: [[[0, 0, 3]]])).replacingOccurrences(
+            of: "[0, 0, 3]", with: "[0, 0, \"\(long)\"]")
+        #expect(
+            Self.failure(event)
+                == "device 0: malformed event " + ("[0, 0, \"" + long).prefix(LibinputRecording.maximumQuoted) + "…")
+
+        // A key given twice: Yams described the whole file. (YAML allows plain keys of up to 1024 characters.)
+        let key = String(repeating: "k", count: 1000)
+        let duplicate = "version: 1\nlibinput: {}\ndevices: []\n" + key + ": 1\n" + key + ": 2\n# " + long + "\n"
+        #expect(
+            Self.failure(duplicate)
+                == "not a valid libinput recording: line 4, column 1: duplicate keys '"
+                + key.prefix(LibinputRecording.maximumQuoted) + "…'")
+
+        // A syntax error at the end of a long line: Yams quoted the line and a caret under the column.
+        let line = "version: 1\nlibinput: {}\ndevices: [" + long + "\n"
+        #expect(
+            Self.failure(line)
+                == "not a valid libinput recording: line 4, column 1: while parsing a flow sequence (line 3, column 10): "
+                + "did not find expected ',' or ']'")
+
+        // The name of a device the allow-list leaves out.
+        let named = Self.recording(Self.device(node: 0, frames: [])).replacingOccurrences(
+            of: "\"Touch 0\"", with: "\"\(long)\"")
+        var ignored: [String] = []
+        _ = try LibinputRecording.frames(
+            from: named, output: Self.output, allowList: [Configuration.DeviceMatch(name: "other")],
+            ignored: { ignored.append($0) }
+        ).get()
+        #expect(
+            ignored == [
+                "device 0 (" + String(repeating: "x", count: LibinputRecording.maximumQuoted)
+                    + "…, /dev/input/event0) matches no [[device]] entry"
+            ])
+    }
+
     // MARK: Size
 
     @Test("many slots and many frames decode in one pass, correctly")

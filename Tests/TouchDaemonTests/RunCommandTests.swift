@@ -185,7 +185,8 @@ struct RunCommandTests {
         let refused = try #require(notify.next(), "stderr:\n\(daemon.errorText)")
         #expect(refused.first == "READY=1")
         #expect(
-            refused.contains("STATUS=reload failed: \(config.path):\(line):129: error: a key with more than 64 dotted parts"),
+            refused.contains(
+                "STATUS=reload failed: \(config.path):\(line):129: error: a key with more than 64 dotted parts"),
             "\(refused)")
         #expect(daemon.process.isRunning)
 

@@ -194,7 +194,8 @@ struct TOMLParserTests {
         let dotted = Array(repeating: "d", count: 63).joined(separator: ".")
         _ = try parse("[\(header)]\n\(dotted).x = 1")
         // Inline tables with dotted keys inside one another would go deeper still.
-        let inline = "x = " + String(repeating: "{ " + dotted + " = ", count: 3) + "1" + String(repeating: " }", count: 3)
+        let inline =
+            "x = " + String(repeating: "{ " + dotted + " = ", count: 3) + "1" + String(repeating: " }", count: 3)
         #expect(refusal(inline)?.message == "tables and arrays nested deeper than 128")
     }
 

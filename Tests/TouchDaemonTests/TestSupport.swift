@@ -50,6 +50,58 @@ enum TestSupport {
         }
     }
 
+    // MARK: Fuzzing
+
+    /// `TOUCHD_FUZZ_ROUNDS`: how many inputs each fuzz test feeds instead of its own number, for longer runs outside
+    /// the normal suite.
+    static let fuzzRounds = ProcessInfo.processInfo.environment["TOUCHD_FUZZ_ROUNDS"].flatMap { Int($0) }
+    /// `TOUCHD_FUZZ_SEED`: the seed every fuzz test uses instead of its own fixed one.
+    static let fuzzSeed = ProcessInfo.processInfo.environment["TOUCHD_FUZZ_SEED"].flatMap { UInt64($0) }
+
+    /// Applies one random mutation to `bytes`: flips a bit, deletes a run, duplicates or deletes a line, inserts a
+    /// fragment, or replaces the value after a `valueAfter` byte (TOML's `=`, YAML's `:`) up to the end of its line
+    /// with a fragment. With `numbers`, it may also replace a run of digits with one of them, which reaches the
+    /// numeric checks behind a format's syntax (a recording's event fields). Shared by every fuzz test, so that a
+    /// mutation added here exercises every parser.
+    static func mutate(
+        _ bytes: inout [UInt8], fragments: [String], valueAfter: UInt8, numbers: [String] = [],
+        using random: inout SeededGenerator
+    ) {
+        guard !bytes.isEmpty else {
+            bytes = Array(fragments.randomElement(using: &random)!.utf8)
+            return
+        }
+        let offset = Int.random(in: 0..<bytes.count, using: &random)
+        // Without numbers, the same draws as before they were added: a seed keeps reproducing the same inputs.
+        switch Int.random(in: 0..<(numbers.isEmpty ? 6 : 7), using: &random) {
+        case 0:  // flip a bit
+            bytes[offset] ^= 1 << UInt8.random(in: 0...7, using: &random)
+        case 1:  // delete a run
+            bytes.removeSubrange(offset..<Swift.min(bytes.count, offset + Int.random(in: 1...40, using: &random)))
+        case 2:  // duplicate a line
+            var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            let line = Int.random(in: 0..<lines.count, using: &random)
+            lines.insert(lines[line], at: line)
+            bytes = Array(lines.joined(separator: [UInt8(ascii: "\n")]))
+        case 3:  // delete a line
+            var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            lines.remove(at: Int.random(in: 0..<lines.count, using: &random))
+            bytes = Array(lines.joined(separator: [UInt8(ascii: "\n")]))
+        case 4:  // insert a fragment anywhere
+            bytes.insert(contentsOf: fragments.randomElement(using: &random)!.utf8, at: offset)
+        case 5:  // replace a value with a fragment
+            guard let separator = bytes[offset...].firstIndex(of: valueAfter) else { return }
+            let end = bytes[separator...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+            bytes.replaceSubrange(
+                (separator + 1)..<end, with: Array((" " + fragments.randomElement(using: &random)!).utf8))
+        default:  // replace a number with another
+            let isDigit = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+            guard let start = bytes[offset...].firstIndex(where: isDigit) else { return }
+            let end = bytes[start...].firstIndex { !isDigit($0) } ?? bytes.count
+            bytes.replaceSubrange(start..<end, with: Array(numbers.randomElement(using: &random)!.utf8))
+        }
+    }
+
     /// The problem lines of a load that must fail; records an issue when it succeeds.
     static func problemLines(
         _ result: Result<Configuration, ConfigurationError>, sourceLocation: SourceLocation = #_sourceLocation

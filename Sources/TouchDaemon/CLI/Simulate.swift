@@ -61,12 +61,15 @@ struct Simulate: ParsableCommand {
     /// its other lines (diagnostics) are already among the JSON lines.
     private func note(_ message: String, _ metadata: Logger.Metadata) {
         guard let device = metadata["device.sysname"] else { return }
-        let name = metadata["device.name"].map { "\($0)" } ?? ""
+        // A recording's device name is the file's text: cut it as the recording's own messages are.
+        let name = metadata["device.name"].map { LibinputRecording.quoted("\($0)") } ?? ""
         let reason = metadata["reason"].map { ": \($0)" } ?? ""
         printError("\(input): note: \(message): \(name) (\(device))\(reason)")
     }
 
-    private func runExecuting(_ simulation: inout Simulation, input played: Simulation.Input, configuration: Configuration)
+    private func runExecuting(
+        _ simulation: inout Simulation, input played: Simulation.Input, configuration: Configuration
+    )
         throws
     {
         let logger = Run.makeLogger(level: .info)

@@ -49,7 +49,9 @@ enum ConfigurationLoader {
             return .failure(
                 ConfigurationError(
                     path: path,
-                    problems: [ConfigurationProblem(line: error.position.line, column: error.position.column, error.message)]
+                    problems: [
+                        ConfigurationProblem(line: error.position.line, column: error.position.column, error.message)
+                    ]
                 ))
         }
         let log = ProblemLog(root: root)

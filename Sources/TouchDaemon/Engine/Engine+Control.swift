@@ -50,7 +50,8 @@ extension Engine {
             }
             if let selected {
                 deliver(
-                    scene.setSelected(name, selected, at: now), at: now, device: nil, fromInput: false, now: microseconds,
+                    scene.setSelected(name, selected, at: now), at: now, device: nil, fromInput: false,
+                    now: microseconds,
                     into: &effects)
             }
             if let value {

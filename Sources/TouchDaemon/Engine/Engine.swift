@@ -123,7 +123,9 @@ struct Engine {
                 case .accepted(let device):
                     devicesChanged = true
                     effects.append(
-                        .log(.info, "touchscreen added", Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 }))
+                        .log(
+                            .info, "touchscreen added",
+                            Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 }))
                     broadcastDevice("added", device, into: &effects)
                 case .ignored(let device, let reason):
                     var metadata = Self.metadata(of: device)
@@ -138,7 +140,9 @@ struct Engine {
                         continue
                     }
                     effects.append(
-                        .log(.info, "touchscreen removed", Self.metadata(of: device).merging(MessageID.deviceRemoved.metadata) { $1 }))
+                        .log(
+                            .info, "touchscreen removed",
+                            Self.metadata(of: device).merging(MessageID.deviceRemoved.metadata) { $1 }))
                     broadcastDevice("removed", device, into: &effects)
                     if router.touchscreens.isEmpty { effects.append(waitingLine) }
                 }

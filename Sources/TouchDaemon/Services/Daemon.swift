@@ -62,7 +62,8 @@ final class Daemon {
         do {
             input = try LibinputContext(seat: engine.configuration.seat, logger: logger)
         } catch {
-            logger.critical("cannot start the input layer: \(error)", metadata: ["seat": "\(engine.configuration.seat)"])
+            logger.critical(
+                "cannot start the input layer: \(error)", metadata: ["seat": "\(engine.configuration.seat)"])
             notifier.notify(["STATUS=cannot start the input layer: \(error)", "ERRNO=\(ENODEV)"])
             return 69  // EX_UNAVAILABLE
         }
@@ -73,7 +74,8 @@ final class Daemon {
         logger.info(
             "touchd started",
             metadata: [
-                "version": "\(Touchd.version)", "config": "\(configurationPath)", "seat": "\(engine.configuration.seat)",
+                "version": "\(Touchd.version)", "config": "\(configurationPath)",
+                "seat": "\(engine.configuration.seat)",
                 "generation": "\(engine.generation)", MessageID.metadataKey: "\(MessageID.started)",
             ])
         // Devices present at start arrive with the first dispatch; READY=1 does not wait for a touchscreen.

@@ -41,6 +41,10 @@ enum LibinputRecording {
         static let trackingID = 57
     }
 
+    /// The most characters of the file a message quotes (an event, a name, a key, Yams' problem); more are cut, so
+    /// that a hostile file cannot make a huge message: an event may hold a string of megabytes.
+    static let maximumQuoted = 80
+
     /// Whether `text` looks like a recording rather than a touch script.
     static func looksLikeRecording(_ text: String) -> Bool {
         let head = text.prefix(4096)
@@ -71,9 +75,18 @@ enum LibinputRecording {
         if let problem = yamlProblem(in: text) { return .failure(problem) }
         let document: Any?
         do {
-            document = try Yams.load(yaml: text)
+            // Yams.load in two steps, to look at the tree before Yams converts it: the conversion traps on a mapping
+            // key that is a list or a mapping (a force unwrap in Yams' Constructor), which YAML allows (`? [a, b]`,
+            // `{[1]: 2}`) and libinput never writes.
+            let tree = try Yams.compose(yaml: text)
+            if let key = nonScalarKey(in: tree) {
+                let at = key.mark.map { "\(position($0)): " } ?? ""
+                return .failure(
+                    Problem(message: "not a valid libinput recording: \(at)a mapping key is a list or a mapping"))
+            }
+            document = tree?.any
         } catch {
-            return .failure(Problem(message: "not a valid libinput recording: \(error)"))
+            return .failure(Problem(message: "not a valid libinput recording: \(describe(error))"))
         }
         guard let root = document as? [String: Any], let devices = root["devices"] as? [Any] else {
             return .failure(Problem(message: "not a libinput recording: no 'devices' list"))
@@ -123,7 +136,8 @@ enum LibinputRecording {
                     // A device without touch axes (a keyboard in the same recording) is left out without a word.
                     if case .ignored(let info, _) = note, info.isTouchscreen {
                         ignored?(
-                            "device \(info.id) (\(info.name), \(info.devnode ?? "no node")) matches no [[device]] entry")
+                            "device \(info.id) (\(quoted(info.name)), \(info.devnode.map(quoted) ?? "no node")) "
+                                + "matches no [[device]] entry")
                     }
                 }
             }
@@ -281,37 +295,35 @@ enum LibinputRecording {
                     Problem(message: "the recording holds more than \(maximumEvents) evdev events, the most allowed"))
             }
             for raw in list {
+                /// The event refused, and why: quoted, and cut, since an event may hold a string of megabytes.
+                func malformed(_ reason: String? = nil) -> Result<DeviceEvents, Problem> {
+                    .failure(
+                        Problem(
+                            message: "device \(index): malformed event \(quoted(raw))"
+                                + (reason.map { ": " + $0 } ?? "")
+                        ))
+                }
                 guard let event = raw as? [Any], event.count == 5,
                     let seconds = integer(event[0]), let microseconds = integer(event[1]),
                     let type = integer(event[2]), let code = integer(event[3]), let value = integer(event[4])
                 else {
-                    return .failure(Problem(message: "device \(index): malformed event \(raw)"))
+                    return malformed()
                 }
                 guard (0..<maximumSeconds).contains(seconds), (0..<1_000_000).contains(microseconds) else {
-                    return .failure(
-                        Problem(
-                            message:
-                                "device \(index): malformed event \(raw): the time must be 0…\(maximumSeconds - 1) "
-                                + "seconds and 0…999999 microseconds"))
+                    return malformed(
+                        "the time must be 0…\(maximumSeconds - 1) seconds and 0…999999 microseconds")
                 }
                 guard (0...0xFFFF).contains(type), (0...0xFFFF).contains(code) else {
-                    return .failure(
-                        Problem(
-                            message: "device \(index): malformed event \(raw): the type and code must be 0…65535"))
+                    return malformed("the type and code must be 0…65535")
                 }
                 // Not ignored like a slot out of range: no kernel sends such a value, so the file is not a recording.
                 guard evdevValues.contains(value) else {
-                    return .failure(
-                        Problem(
-                            message: "device \(index): malformed event \(raw): the value \(value) is outside evdev's "
-                                + "32-bit range"))
+                    return malformed("the value \(value) is outside evdev's 32-bit range")
                 }
                 // Both ranges checked above: at most 2^40 × 10^6 + 10^6 µs, below 2^61.
                 let (scaled, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000)
                 let (stamp, carry) = scaled.addingReportingOverflow(UInt64(microseconds))
-                guard !overflow, !carry else {
-                    return .failure(Problem(message: "device \(index): malformed event \(raw): time out of range"))
-                }
+                guard !overflow, !carry else { return malformed("time out of range") }
                 let time = Instant(microseconds: stamp)
                 if droppingUntilReport {
                     if type == Code.synType && code == Code.synReport { droppingUntilReport = false }
@@ -430,6 +442,55 @@ enum LibinputRecording {
         }
         return .success(result)
     }
+
+    /// The first mapping key in the tree that is not a scalar, nil when every key is one. Iterative, with a stack of its
+    /// own: the tree nests as deep as libyaml allows.
+    private static func nonScalarKey(in root: Node?) -> Node? {
+        var pending = root.map { [$0] } ?? []
+        while let node = pending.popLast() {
+            switch node {
+            case .mapping(let mapping):
+                for (key, value) in mapping {
+                    guard case .scalar = key else { return key }
+                    pending.append(value)
+                }
+            case .sequence(let sequence):
+                pending.append(contentsOf: sequence)
+            case .scalar, .alias:
+                break
+            }
+        }
+        return nil
+    }
+
+    /// A value of the file as a message shows it: cut to `maximumQuoted` characters.
+    static func quoted(_ value: Any) -> String {
+        let text = value as? String ?? "\(value)"
+        return text.count <= maximumQuoted ? text : text.prefix(maximumQuoted) + "…"
+    }
+
+    /// Yams' error as a message: where and what. Not Yams' own description, which quotes the text: the whole line of
+    /// the problem (a recording of one 16 MiB line makes a 32 MiB message) or, for duplicate keys, the whole file.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? YamlError else { return quoted(error) }
+        switch error {
+        case .reader(let problem, let offset, _, _):
+            return quoted(problem) + (offset.map { " at offset \($0)" } ?? "")
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
+            let during = context.map { "\(quoted($0.text)) (\(position($0.mark))): " } ?? ""
+            return "\(position(mark)): \(during)\(quoted(problem))"
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            let shown = duplicates.prefix(3).map { "'\(quoted($0))'" }.joined(separator: ", ")
+            let more = duplicates.count > 3 ? " and \(duplicates.count - 3) more" : ""
+            return "\(position(context.mark)): duplicate keys \(shown)\(more)"
+        default:
+            return quoted(error)
+        }
+    }
+
+    /// A position in the file as messages give it.
+    private static func position(_ mark: Mark) -> String { "line \(mark.line), column \(mark.column)" }
 
     private static func integer(_ value: Any) -> Int? {
         if let number = value as? Int { return number }
