@@ -129,11 +129,11 @@ struct Simulate: ParsableCommand {
                 throw ExitCode(ExitStatus.data)
             }
         }
-        switch TouchScript.parse(text) {
-        case .success(let frames): return .script(frames)
-        case .failure(let problem):
+        // Checked whole first, so that a bad line is refused before any output; then played as it is read.
+        if let problem = TouchScript.problem(in: text) {
             printError("\(input):\(problem.line):1: error: \(problem.message)")
             throw ExitCode(ExitStatus.data)
         }
+        return .scriptText(text)
     }
 }

@@ -10,6 +10,9 @@ struct Simulation {
     enum Input: Sendable {
         /// A touch script's frames, in output pixels.
         case script([Frame])
+        /// A touch script's text, already checked (``TouchScript/problem(in:)``): played a frame at a time as it is
+        /// read, so a long script is never held as frames.
+        case scriptText(String)
         /// A recording, decoded for the router.
         case recording(LibinputRecording.Input)
     }
@@ -45,6 +48,11 @@ struct Simulation {
         switch input {
         case .script(let frames):
             for frame in frames {
+                fireDeadlines(upTo: frame.time, handle)
+                handle(engine.handle(frame: frame))
+            }
+        case .scriptText(let text):
+            TouchScript.forEachFrame(text) { frame in
                 fireDeadlines(upTo: frame.time, handle)
                 handle(engine.handle(frame: frame))
             }

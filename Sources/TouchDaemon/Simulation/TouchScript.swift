@@ -20,6 +20,21 @@ enum TouchScript {
     /// of strings: a script of many megabytes costs little more than its frames.
     static func parse(_ text: String) -> Result<[Frame], Problem> {
         var frames: [Frame] = []
+        if let problem = forEachFrame(text, { frames.append($0) }) { return .failure(problem) }
+        return .success(frames)
+    }
+
+    /// Checks the whole script without keeping its frames: the first problem, or nil.
+    static func problem(in text: String) -> Problem? {
+        forEachFrame(text) { _ in }
+    }
+
+    /// Hands each frame to `body` as soon as it is complete (the next line has a later time, or the text ends), so
+    /// that a long script is played without holding its frames; returns the first problem, after the frames before
+    /// it were handed over. Check with ``problem(in:)`` first to refuse a bad script before playing any of it.
+    @discardableResult
+    static func forEachFrame(_ text: String, _ body: (Frame) -> Void) -> Problem? {
+        var current: Frame?
         var lastTime: UInt64 = 0
         var text = text
         let problem = text.withUTF8 { bytes -> Problem? in
@@ -37,18 +52,19 @@ enum TouchScript {
                 case .success(nil):
                     continue
                 case .success(let (time, sample)?):
-                    if let last = frames.last, last.time == .milliseconds(time), time == lastTime {
-                        frames[frames.count - 1].samples.append(sample)
+                    if current != nil, current?.time == .milliseconds(time) {
+                        current?.samples.append(sample)
                     } else {
-                        frames.append(Frame(time: .milliseconds(time), samples: [sample]))
+                        if let complete = current { body(complete) }
+                        current = Frame(time: .milliseconds(time), samples: [sample])
                     }
                     lastTime = time
                 }
             }
             return nil
         }
-        if let problem { return .failure(problem) }
-        return .success(frames)
+        if problem == nil, let last = current { body(last) }
+        return problem
     }
 
     /// The sample of one line (without its "\n") and its time, nil for a blank or comment line.
