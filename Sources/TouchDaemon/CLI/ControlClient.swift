@@ -157,10 +157,15 @@ final class ControlClient {
             // Refused as soon as it passes the limit: never more than the limit and one read are held.
             guard buffer.count - bufferStart <= Self.maxLineBytes else { throw Self.tooLong(buffer[bufferStart...]) }
             try wait(for: Int16(POLLIN), deadline: deadline)
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .lost(UnixSocket.describe(errno))
+            let received = chunk.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemCallError) in
+                    try systemCall("recv") { recv(descriptor, buffer.baseAddress, buffer.count, 0) }
+                }
+            }
+            let count: Int
+            switch received {
+            case .success(let value): count = value
+            case .failure(let error): throw .lost(UnixSocket.describe(error.errno))
             }
             if count == 0 {
                 throw .lost(
@@ -195,14 +200,17 @@ final class ControlClient {
         let deadline = answerDeadline()
         while offset < bytes.count {
             try wait(for: Int16(POLLOUT), deadline: deadline)
-            let sent = bytes[offset...].withUnsafeBytes {
-                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            let result = bytes[offset...].withUnsafeBytes { buffer in
+                Result { () throws(SystemCallError) in
+                    try systemCall("send") {
+                        Glibc.send(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
+                    }
+                }
             }
-            if sent < 0 {
-                if errno == EINTR { continue }
-                throw .lost(UnixSocket.describe(errno))
+            switch result {
+            case .success(let sent): offset += sent
+            case .failure(let error): throw .lost(UnixSocket.describe(error.errno))
             }
-            offset += sent
         }
     }
 

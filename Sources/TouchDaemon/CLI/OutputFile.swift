@@ -113,16 +113,12 @@ enum OutputFile {
 
     /// Writes every byte, retrying short writes and EINTR; the errno of a failure, else nil.
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            offset += written
+        do throws(SystemCallError) {
+            try TouchDaemon.writeAll(bytes, to: descriptor)
+            return nil
+        } catch {
+            return error.errno
         }
-        return nil
     }
 
     /// A file type, as the refusal names it.

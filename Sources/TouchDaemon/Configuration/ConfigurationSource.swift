@@ -28,10 +28,16 @@ enum ConfigurationSource {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while bytes.count <= limit {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(ConfigurationProblem("cannot read: \(String(cString: strerror(errno)))"))
+            let read = buffer.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemCallError) in
+                    try systemCall("read") { Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
+                }
+            }
+            let count: Int
+            switch read {
+            case .success(let value): count = value
+            case .failure(let error):
+                return .failure(ConfigurationProblem("cannot read: \(String(cString: strerror(error.errno)))"))
             }
             if count == 0 { break }
             bytes.append(contentsOf: buffer[0..<count])

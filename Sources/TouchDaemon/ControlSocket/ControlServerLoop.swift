@@ -758,12 +758,13 @@ final class ControlServerLoop {
                     var message = msghdr(
                         msg_name: nil, msg_namelen: 0, msg_iov: vectors.baseAddress, msg_iovlen: vectors.count,
                         msg_control: nil, msg_controllen: 0, msg_flags: 0)
-                    while true {
-                        let sent = sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
-                        if sent >= 0 { return .sent(sent) }
-                        let error = errno
-                        if error == EINTR { continue }
-                        return error == EAGAIN ? .wouldBlock : .failed(error)
+                    do throws(SystemCallError) {
+                        return .sent(
+                            try systemCall("sendmsg") {
+                                sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                            })
+                    } catch {
+                        return error.errno == EAGAIN ? .wouldBlock : .failed(error.errno)
                     }
                 }
             }

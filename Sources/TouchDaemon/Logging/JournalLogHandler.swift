@@ -255,13 +255,12 @@ final class JournalSocket: Sendable {
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 entry.withUnsafeBytes { bytes in
-                    while true {
-                        let sent = sendto(
+                    // A failure (journald gone, its queue full) only means the entry is not logged.
+                    (try? systemCall("sendto") {
+                        sendto(
                             descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT),
                             socketAddress, addressLength)
-                        if sent < 0, errno == EINTR { continue }
-                        return sent
-                    }
+                    }) ?? -1
                 }
             }
         }

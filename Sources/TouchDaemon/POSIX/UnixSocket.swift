@@ -72,13 +72,14 @@ enum UnixSocket {
     static func send(_ descriptor: Int32, _ bytes: [UInt8], from offset: Int) -> SendResult {
         precondition(offset < bytes.count, "nothing left to send")
         return bytes.withUnsafeBytes { buffer in
-            while true {
-                let sent = Glibc.send(descriptor, buffer.baseAddress! + offset, buffer.count - offset, sendFlags)
-                if sent >= 0 { return .sent(sent) }
-                let error = errno
-                if error == EINTR { continue }
+            do throws(SystemCallError) {
+                return .sent(
+                    try systemCall("send") {
+                        Glibc.send(descriptor, buffer.baseAddress! + offset, buffer.count - offset, sendFlags)
+                    })
+            } catch {
                 // EWOULDBLOCK is EAGAIN on Linux.
-                return error == EAGAIN ? .wouldBlock : .failed(error)
+                return error.errno == EAGAIN ? .wouldBlock : .failed(error.errno)
             }
         }
     }
@@ -97,12 +98,14 @@ enum UnixSocket {
     static func discardInput(_ descriptor: Int32, scratch: inout [UInt8]) -> InputState {
         scratch.withUnsafeMutableBytes { buffer in
             while true {
-                let received = recv(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
-                if received > 0 { continue }
-                if received == 0 { return .closed }
-                let error = errno
-                if error == EINTR { continue }
-                return error == EAGAIN ? .open : .failed(error)
+                do throws(SystemCallError) {
+                    let received = try systemCall("recv") {
+                        recv(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
+                    }
+                    if received == 0 { return .closed }
+                } catch {
+                    return error.errno == EAGAIN ? .open : .failed(error.errno)
+                }
             }
         }
     }

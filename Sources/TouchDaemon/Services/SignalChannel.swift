@@ -53,9 +53,11 @@ final class SignalChannel: Sendable {
         var received: [Int32] = []
         var info = signalfd_siginfo()
         while true {
-            let count = read(fileDescriptor, &info, MemoryLayout<signalfd_siginfo>.size)
-            if count < 0 && errno == EINTR { continue }
-            guard count == MemoryLayout<signalfd_siginfo>.size else { return received }
+            // EAGAIN (nothing left: the fd is non-blocking) and any failure end the drain.
+            let size = MemoryLayout<signalfd_siginfo>.size
+            guard let count = try? systemCall("read", { read(fileDescriptor, &info, size) }), count == size else {
+                return received
+            }
             received.append(Int32(bitPattern: info.ssi_signo))
         }
     }
