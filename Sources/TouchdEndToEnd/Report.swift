@@ -15,6 +15,8 @@ enum Check: String, CaseIterable {
     case singleTouchDevice = "single-touch-device"
     case protocolADevice = "protocol-a-device"
     case unusableTouchscreen = "unusable-touchscreen-status"
+    case synDroppedEndsOnce = "syn-dropped-ends-once"
+    case synDroppedLogged = "syn-dropped-logged"
     case reloadBrokenKept = "reload-broken-kept"
     case oldConfigStillWorks = "old-config-still-works"
     case reloadOK = "reload-ok"
@@ -23,6 +25,7 @@ enum Check: String, CaseIterable {
     case latencyTapsExact = "latency-taps-exact"
     case eventTimeFromKernel = "event-time-from-kernel"
     case cleanStop = "clean-stop"
+    case lostEventsCounted = "lost-events-counted"
     case processingLatencyReported = "processing-latency-reported"
     case messagesWellFormed = "messages-well-formed"
 }

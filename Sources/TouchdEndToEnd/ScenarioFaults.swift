@@ -1,0 +1,86 @@
+import Glibc
+
+/// Hostile input that touchd handles but that only real kernel input can show (fault-cases.md, part 7 of the
+/// hostile-input issue). Each step runs against the multitouch screen in use and ends with it still working.
+extension Scenario {
+    // MARK: - D5: SYN_DROPPED
+
+    /// Motion frames written while touchd is stopped: far more events than the evdev client buffer holds (a few
+    /// hundred events for this device), so the kernel drops events and queues SYN_DROPPED.
+    static let droppedFrames = 3000
+
+    /// A finger down on `a`, touchd stopped (SIGSTOP), then in one burst: a whole contact on `b` (down and up),
+    /// `droppedFrames` motion frames of the finger inside `a`, and its lift; then SIGCONT (fault-cases.md D5).
+    /// The kernel overwrites most of the burst and queues SYN_DROPPED; libevdev throws away what is left of it and
+    /// libinput resyncs from the device's current state, in which the finger is up, so the lift touchd gets is made
+    /// by the resync. Checked: the contact on `a` ends exactly once, with touchUpInside or touchCancel (the one
+    /// touchd chose is noted: today touchUpInside, at the last position it knew, with no drag events); nothing at
+    /// all arrives for the contact on `b`, whose events were all lost (no tap is made up from the resync); touchd
+    /// logs libinput's SYN_DROPPED line; and a normal tap afterwards works.
+    func synDropped() throws(Abort) {
+        guard let daemon, let device else { throw Abort("no touchscreen in use") }
+        respectRepeatWindow()
+        let cursor = target.inbox.count
+        let outputCursor = daemon.output.count
+        try write([.down(slot: 0, x: 200, y: 200)])
+        var failures: [String] = []
+        let down = waitTarget(from: cursor, until: monotonicNow() + Limits.message) {
+            $0.control == "a" && $0.event == "touchDown"
+        }
+        if down == nil { failures.append("no touchDown from a before touchd was stopped") }
+        try alive()
+        daemon.send(SIGSTOP)
+        let stopped = poll(until: monotonicNow() + 5_000_000) {
+            ProcessStat(pid: daemon.pid)?.state == "T" ? true : nil
+        }
+        var frames: [[TouchChange]] = [[.down(slot: 1, x: 700, y: 200)], [.up(slot: 1)]]
+        frames += (0..<Self.droppedFrames).map { [TouchChange.move(slot: 0, x: 150 + $0 % 100, y: 200)] }
+        frames.append([.up(slot: 0)])
+        // Whatever happens, touchd runs again before anything can end the sequence.
+        let flood = Result { () throws(DriverError) in try device.writeFrames(frames) }
+        daemon.send(SIGCONT)
+        guard stopped != nil else { throw Abort("touchd did not stop within 5 s of SIGSTOP") }
+        let timing = try attempt { () throws(DriverError) in try flood.get() }
+        lastLift = timing.afterReport
+        let outcome = collect(from: cursor, awaiting: ["a"])
+        let endings = outcome.messages.filter { $0.control == "a" && Expectation.endings.contains($0.event ?? "") }
+        if let failure = outcome.verdict(
+            Expectation.endsOnce(
+                outcome.messages, control: "a", allowedEndings: Self.synDroppedEndings, fields: Self.firstFields))
+        {
+            failures.append(failure)
+        }
+        let others = outcome.messages.filter { $0.control != "a" }
+        if !others.isEmpty {
+            failures.append(
+                "messages for contacts whose events were lost (a phantom from the resync): "
+                    + Expectation.describe(others))
+        }
+        try alive()
+        let after = try tap(at: (200, 200))
+        if let failure = after.verdict(Expectation.tap(after.messages, control: "a", fields: Self.firstFields)) {
+            failures.append("tap after the resync: \(failure)")
+        }
+        report.record(.synDroppedEndsOnce, failures.isEmpty ? nil : failures.joined(separator: "; "))
+        report.note(
+            "SYN_DROPPED: \(frames.count) frames written in one burst while touchd was stopped; the contact on a "
+                + "ended with \(endings.map { $0.event ?? "?" }.joined(separator: ", ")) "
+                + "(\(Expectation.describe(outcome.messages)))")
+        // The log line comes through the output reader thread: give it a moment.
+        let logged = poll(until: monotonicNow() + 2_000_000) {
+            daemon.output.first(from: outputCursor) { $0.contains("SYN_DROPPED") }?.element
+        }
+        report.record(
+            .synDroppedLogged,
+            logged == nil
+                ? "touchd logged no line with SYN_DROPPED after the burst (\(daemon.output.count - outputCursor) "
+                    + "lines since)" : nil)
+        if let logged { report.note("touchd logged: \(logged)") }
+        try alive()
+    }
+
+    /// How touchd may end a contact that was down across SYN_DROPPED and lifted inside its control meanwhile:
+    /// touchUpInside is where the finger really lifted; touchCancel is what fault-cases.md D5 asks for a contact
+    /// whose path was lost. Never both, never twice.
+    static let synDroppedEndings: Set<String> = ["touchUpInside", "touchCancel"]
+}
