@@ -17,6 +17,8 @@ enum Check: String, CaseIterable {
     case unusableTouchscreen = "unusable-touchscreen-status"
     case synDroppedEndsOnce = "syn-dropped-ends-once"
     case synDroppedLogged = "syn-dropped-logged"
+    case floodEndsOnce = "flood-ends-once"
+    case floodCPUBounded = "flood-cpu-bounded"
     case reloadBrokenKept = "reload-broken-kept"
     case oldConfigStillWorks = "old-config-still-works"
     case reloadOK = "reload-ok"

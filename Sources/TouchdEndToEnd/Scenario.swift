@@ -62,6 +62,7 @@ final class Scenario {
             try protocolAScreen()
             try unusableTouchscreen()
             try synDropped()
+            try eventFlood()
             try reloadBroken()
             try reloadValid()
             try measureLatency()

@@ -1,3 +1,4 @@
+import CLibinput
 import Glibc
 
 /// Hostile input that touchd handles but that only real kernel input can show (fault-cases.md, part 7 of the
@@ -83,4 +84,96 @@ extension Scenario {
     /// touchUpInside is where the finger really lifted; touchCancel is what fault-cases.md D5 asks for a contact
     /// whose path was lost. Never both, never twice.
     static let synDroppedEndings: Set<String> = ["touchUpInside", "touchCancel"]
+
+    // MARK: - D17: event flood
+
+    /// Motion frames of the flood, and how many go into one write: 20 frames every 2 ms is 10 kHz.
+    static let floodFrames = 20_000
+    static let floodFramesPerWrite = 20
+    static let floodWriteInterval: Microseconds = 2000
+    /// touchd's CPU time for the whole flood may not exceed this (generous: TCG is slow, and the point is a bound).
+    static let floodCPULimit: Microseconds = 10_000_000
+
+    /// A finger on `b` at rest and one moving back and forth inside `a` at 10 kHz for `floodFrames` frames, then
+    /// both lift (fault-cases.md D17): each contact ends exactly once, a tap right after is handled, and touchd's
+    /// CPU time for the flood (utime + stime from /proc/PID/stat) stays under `floodCPULimit`. Whether the kernel
+    /// dropped events on the way (touchd reading slower than 10 kHz) is noted, not judged: either way the contacts
+    /// must end once.
+    func eventFlood() throws(Abort) {
+        guard let daemon, let device else { throw Abort("no touchscreen in use") }
+        respectRepeatWindow()
+        let cursor = target.inbox.count
+        let outputCursor = daemon.output.count
+        try write([.down(slot: 0, x: 110, y: 200), .down(slot: 1, x: 700, y: 200)])
+        // A triangle wave across a: x 110 … 290 … 110, one pixel per frame; encoded ahead, so that the driver's
+        // own work does not set the pace.
+        var chunks: [[input_event]] = []
+        var index = 0
+        while index < Self.floodFrames {
+            let frames = (index..<min(index + Self.floodFramesPerWrite, Self.floodFrames)).map { frame in
+                let phase = frame % 360
+                return [TouchChange.move(slot: 0, x: 110 + (phase < 180 ? phase : 360 - phase), y: 200)]
+            }
+            chunks.append(try attempt { () throws(DriverError) in try device.encode(frames) })
+            index += Self.floodFramesPerWrite
+        }
+        let before = ProcessStat(pid: daemon.pid)
+        let started = monotonicNow()
+        for (number, chunk) in chunks.enumerated() {
+            sleep(until: started + Microseconds(number) * Self.floodWriteInterval)
+            _ = try attempt { () throws(DriverError) in try device.write(events: chunk) }
+        }
+        let written = monotonicNow()
+        try write([.up(slot: 0), .up(slot: 1)])
+        let outcome = collect(from: cursor, awaiting: ["a", "b"])
+        let after = ProcessStat(pid: daemon.pid)
+        var failures: [String] = []
+        for control in ["a", "b"] {
+            if let failure = outcome.verdict(
+                Expectation.endsOnce(outcome.messages, control: control, fields: Self.firstFields))
+            {
+                failures.append(failure)
+            }
+        }
+        let others = outcome.messages.filter { $0.control != "a" && $0.control != "b" }
+        if !others.isEmpty { failures.append("messages from other controls: \(Expectation.describe(others))") }
+        try alive()
+        // Right after: a plain tap, with its latency.
+        respectRepeatWindow()
+        let tapCursor = target.inbox.count
+        try write([.down(slot: 0, x: 200, y: 200)])
+        sleep(microseconds: 50_000)
+        let lift = try write([.up(slot: 0)])
+        let tap = collect(from: tapCursor, awaiting: ["a"])
+        if let failure = tap.verdict(Expectation.tap(tap.messages, control: "a", fields: Self.firstFields)) {
+            failures.append("tap after the flood: \(failure)")
+        }
+        report.record(.floodEndsOnce, failures.isEmpty ? nil : failures.joined(separator: "; "))
+
+        let duration = written - started
+        let drags = outcome.messages.count { $0.event?.hasPrefix("touchDrag") == true }
+        let dropped = daemon.output.since(outputCursor).count { $0.contains("SYN_DROPPED") }
+        let tapLatency = tap.messages.last { $0.event == "touchUpInside" }.map {
+            "\((Int64($0.arrival) - Int64(lift.beforeReport)) / 1000) ms"
+        }
+        if let before, let after {
+            let cpu = after.cpuTime - before.cpuTime
+            report.record(
+                .floodCPUBounded,
+                cpu < Self.floodCPULimit
+                    ? nil
+                    : "touchd used \(seconds(cpu / 1000 * 1000)) of CPU for the flood, over \(seconds(Self.floodCPULimit))"
+            )
+            report.note(
+                "flood: \(Self.floodFrames) motion frames in \(duration / 1000) ms "
+                    + "(\(UInt64(Self.floodFrames) * 1_000_000 / max(duration, 1)) frames/s); touchd CPU "
+                    + "\(cpu / 1000) ms (user \((after.userTime - before.userTime) / 1000) ms, system "
+                    + "\((after.systemTime - before.systemTime) / 1000) ms); \(drags) drag messages reached the target; "
+                    + "SYN_DROPPED lines: \(dropped); tap after: touchUpInside \(tapLatency ?? "missing") after the lift"
+            )
+        } else {
+            report.record(.floodCPUBounded, "cannot read /proc/\(daemon.pid)/stat\(exitNote)")
+        }
+        try alive()
+    }
 }
