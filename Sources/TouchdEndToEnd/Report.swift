@@ -19,6 +19,7 @@ enum Check: String, CaseIterable {
     case synDroppedLogged = "syn-dropped-logged"
     case floodEndsOnce = "flood-ends-once"
     case floodCPUBounded = "flood-cpu-bounded"
+    case longCommandNoLag = "long-command-no-lag"
     case reloadBrokenKept = "reload-broken-kept"
     case oldConfigStillWorks = "old-config-still-works"
     case reloadOK = "reload-ok"

@@ -63,6 +63,7 @@ final class Scenario {
             try unusableTouchscreen()
             try synDropped()
             try eventFlood()
+            try longCommand()
             try reloadBroken()
             try reloadValid()
             try measureLatency()

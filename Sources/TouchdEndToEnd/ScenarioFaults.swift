@@ -1,4 +1,5 @@
 import CLibinput
+import Foundation
 import Glibc
 
 /// Hostile input that touchd handles but that only real kernel input can show (fault-cases.md, part 7 of the
@@ -173,6 +174,80 @@ extension Scenario {
             )
         } else {
             report.record(.floodCPUBounded, "cannot read /proc/\(daemon.pid)/stat\(exitNote)")
+        }
+        try alive()
+    }
+
+    // MARK: - D6: a long command
+
+    /// Taps on `a` while the `sleeper` command runs.
+    static let tapsDuringCommand = 4
+    /// The generous bound for each of those taps, from the lift's SYN_REPORT to the touchUpInside's arrival.
+    static let commandLagLimit: Microseconds = 1_000_000
+
+    /// A tap on `s` starts the `sleeper` command (it sleeps `TestConfig.sleeperSeconds`); then `tapsDuringCommand`
+    /// taps on `a` (fault-cases.md D6): each is exact and its touchUpInside arrives within `commandLagLimit` of the
+    /// lift, and the command is still running after the last one, so the taps were handled while it ran (the loop
+    /// never waits for a child).
+    func longCommand() throws(Abort) {
+        let pidFile = TestConfig.sleeperPIDFile(besides: target.path)
+        unlink(pidFile)
+        respectRepeatWindow()
+        try write([.down(slot: 0, x: 500, y: 800)])
+        sleep(microseconds: 50_000)
+        let lift = try write([.up(slot: 0)])
+        let sleeper = poll(until: monotonicNow() + Limits.message) { () -> pid_t? in
+            guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8) else { return nil }
+            return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        guard let sleeper else {
+            report.record(
+                .longCommandNoLag,
+                "the sleeper command wrote no \(pidFile) within \(seconds(Limits.message))\(exitNote)")
+            try alive()
+            return
+        }
+        let spawned = monotonicNow() - lift.beforeReport
+        var failures: [String] = []
+        var latencies: [Int64] = []
+        let cursor = target.inbox.count
+        for _ in 0..<Self.tapsDuringCommand {
+            respectRepeatWindow()
+            let tapCursor = target.inbox.count
+            try write([.down(slot: 0, x: 200, y: 200)])
+            sleep(microseconds: 50_000)
+            let up = try write([.up(slot: 0)])
+            let ended = waitTarget(from: tapCursor, until: monotonicNow() + Limits.message) {
+                $0.control == "a" && $0.event == "touchUpInside"
+            }
+            guard let ended else {
+                failures.append("no touchUpInside within \(seconds(Limits.message)) of a tap's lift")
+                break
+            }
+            latencies.append(Int64(ended.arrival) - Int64(up.beforeReport))
+        }
+        let state = ProcessStat(pid: sleeper)?.state
+        let running = state != nil && state != "Z" && state != "X"
+        quiet(from: cursor)
+        let expected = (0..<Self.tapsDuringCommand).flatMap { _ in [("a", "touchDown"), ("a", "touchUpInside")] }
+        if let failure = Expectation.exactly(target.inbox.since(cursor), expected, fields: Self.firstFields) {
+            failures.append(failure)
+        }
+        if let slowest = latencies.max(), slowest > Int64(Self.commandLagLimit) {
+            failures.append(
+                "a tap's touchUpInside arrived \(slowest / 1000) ms after its lift while the command ran "
+                    + "(limit \(seconds(Self.commandLagLimit)))")
+        }
+        if !running {
+            failures.append(
+                "the sleeper (pid \(sleeper)) had already ended after the taps (state \(state.map(String.init) ?? "gone")): "
+                    + "they do not show that the loop runs while a command does")
+        }
+        report.record(.longCommandNoLag, failures.isEmpty ? nil : failures.joined(separator: "; ") + exitNote)
+        if let figures = Percentiles(latencies) {
+            report.note(
+                "long command: sleeper started \(spawned / 1000) ms after its tap; taps while it ran, lift → "
+                    + "touchUpInside: \(figures)")
         }
         try alive()
     }
