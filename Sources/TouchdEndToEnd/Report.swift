@@ -15,6 +15,7 @@ enum Check: String, CaseIterable {
     case singleTouchDevice = "single-touch-device"
     case protocolADevice = "protocol-a-device"
     case unusableTouchscreen = "unusable-touchscreen-status"
+    case otherSeatIgnored = "other-seat-ignored"
     case synDroppedEndsOnce = "syn-dropped-ends-once"
     case synDroppedLogged = "syn-dropped-logged"
     case floodEndsOnce = "flood-ends-once"

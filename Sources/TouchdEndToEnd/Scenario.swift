@@ -61,6 +61,7 @@ final class Scenario {
             try singleTouchScreen()
             try protocolAScreen()
             try unusableTouchscreen()
+            try otherSeat()
             try synDropped()
             try eventFlood()
             try longCommand()

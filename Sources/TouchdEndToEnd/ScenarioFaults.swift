@@ -5,6 +5,89 @@ import Glibc
 /// Hostile input that touchd handles but that only real kernel input can show (fault-cases.md, part 7 of the
 /// hostile-input issue). Each step runs against the multitouch screen in use and ends with it still working.
 extension Scenario {
+    // MARK: - P3: another seat
+
+    /// The name of the screen udev puts on seat1.
+    static let otherSeatName = "touchd-e2e seat1 screen"
+    /// The udev rule that puts it there: in the guest's own /run, removed again after the step.
+    static let otherSeatRule = "/run/udev/rules.d/99-touchd-e2e-seat1.rules"
+
+    /// A touchscreen that udev assigns to seat1 (`ENV{ID_SEAT}="seat1"`, fault-cases.md P3): touchd reads seat0
+    /// only, so it does not use the screen, does not list it as unusable, logs nothing about it, and a tap on it
+    /// sends nothing, while the seat0 screen keeps working. The rule is checked to have applied (the event node's
+    /// ID_SEAT is seat1), so the check cannot pass because nothing happened.
+    func otherSeat() throws(Abort) {
+        guard let daemon, let current = device else { throw Abort("no touchscreen in use") }
+        let rule =
+            #"SUBSYSTEM=="input", KERNEL=="event*", ATTRS{name}=="\#(Self.otherSeatName)", ENV{ID_SEAT}="seat1""#
+        let directory = (Self.otherSeatRule as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            report.record(.otherSeatIgnored, "cannot create \(directory): \(error)")
+            return
+        }
+        try attempt { () throws(DriverError) in try writeFile(Self.otherSeatRule, rule + "\n") }
+        defer {
+            unlink(Self.otherSeatRule)
+            _ = Tool.run([Tool.udevadm, "control", "--reload"], limit: 10_000_000, verbose: options.verbose)
+        }
+        let reload = Tool.run([Tool.udevadm, "control", "--reload"], limit: 10_000_000, verbose: options.verbose)
+        guard reload.succeeded else {
+            report.record(.otherSeatIgnored, "udev did not reload its rules: \(reload.summary)")
+            return
+        }
+        let notifyCursor = notify.inbox.count
+        let outputCursor = daemon.output.count
+        respectRepeatWindow()
+        let targetCursor = target.inbox.count
+        let other = try attempt { () throws(DriverError) in
+            try VirtualTouchscreen(name: Self.otherSeatName, verbose: options.verbose)
+        }
+        defer { other.destroy() }
+        var failures: [String] = []
+        // udev handles the new node (and runs the rule) before libinput and touchd hear of it.
+        _ = Tool.run([Tool.udevadm, "settle", "--timeout=10"], limit: 15_000_000, verbose: options.verbose)
+        let node = other.devnode ?? "?"
+        let sysname = (node as NSString).lastPathComponent
+        let properties = Tool.run(
+            [Tool.udevadm, "info", "--query=property", "--name=\(node)"], limit: 10_000_000, verbose: options.verbose)
+        if !properties.output.contains("ID_SEAT=seat1") || !properties.output.contains("ID_INPUT_TOUCHSCREEN=1") {
+            failures.append(
+                "the udev rule did not make \(node) a seat1 touchscreen: \(properties.summary); nothing to check")
+        }
+        // A tap on it: nothing may arrive, since touchd does not read it.
+        _ = try attempt { () throws(DriverError) in try other.write([.down(slot: 0, x: 200, y: 200)]) }
+        sleep(microseconds: 50_000)
+        lastLift = try attempt { () throws(DriverError) in try other.write([.up(slot: 0)]) }.afterReport
+        // Long enough for touchd to have reacted to the device and the tap, had it seen them.
+        sleep(microseconds: 1_000_000)
+        quiet(from: targetCursor)
+        let sent = target.inbox.since(targetCursor)
+        if !sent.isEmpty {
+            failures.append("a tap on the seat1 screen sent \(Expectation.describe(sent))")
+        }
+        let expected = "1 touchscreen: \(current.name)"
+        let changed = notify.inbox.since(notifyCursor).compactMap { $0.value("STATUS") }.filter { $0 != expected }
+        if !changed.isEmpty {
+            failures.append("the status changed for the seat1 screen: [\(changed.joined(separator: " | "))]")
+        }
+        let mentions = daemon.output.since(outputCursor).filter {
+            $0.contains(Self.otherSeatName) || $0.contains(node) || $0.contains("\(sysname) ")
+                || $0.contains("=\(sysname)")
+        }
+        if !mentions.isEmpty {
+            failures.append("touchd's log mentions the seat1 screen: \(mentions.prefix(3).joined(separator: " | "))")
+        }
+        try alive()
+        let outcome = try tap(at: (200, 200))
+        if let failure = outcome.verdict(Expectation.tap(outcome.messages, control: "a", fields: Self.firstFields)) {
+            failures.append("tap on the seat0 screen next to it: \(failure)")
+        }
+        report.record(.otherSeatIgnored, failures.isEmpty ? nil : failures.joined(separator: "; "))
+        try alive()
+    }
+
     // MARK: - D5: SYN_DROPPED
 
     /// Motion frames written while touchd is stopped: far more events than the evdev client buffer holds (a few

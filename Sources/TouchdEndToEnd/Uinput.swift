@@ -117,6 +117,11 @@ final class VirtualTouchscreen {
     /// Whether the device still exists.
     var exists: Bool { uinput != nil }
 
+    /// The device's node (`/dev/input/eventN`), once the kernel has made it; nil after ``destroy()``.
+    var devnode: String? {
+        uinput.flatMap { libevdev_uinput_get_devnode($0) }.map { String(cString: $0) }
+    }
+
     /// Writes one frame: the changes, BTN_TOUCH when the first contact goes down or the last one lifts, the
     /// single-touch axes for the lowest active slot, then SYN_REPORT.
     @discardableResult
