@@ -16,6 +16,8 @@ enum UnitCheck: String, CaseIterable {
     case oldConfigKept = "old-config-kept"
     case watchdogRestarts = "watchdog-restarts"
     case worksAfterRestart = "works-after-restart"
+    case unreadableDeviceWaits = "unreadable-device-waits"
+    case reloadRescansDevice = "reload-rescans-device"
     case cleanStop = "clean-stop"
 }
 
@@ -44,6 +46,10 @@ enum UnitPaths {
     /// A runtime drop-in (gone at reboot) that shortens the watchdog for the stall check.
     static let watchdogDropIn = "/run/systemd/system/touchd.service.d/50-e2e-watchdog.conf"
     static let watchdogSeconds = 3
+    /// A udev rule (in the guest's own /run, removed after the check) that leaves one touchscreen's node root-only,
+    /// as a device whose permissions are not applied yet (fault-cases.md D2).
+    static let lockedRule = "/run/udev/rules.d/99-touchd-e2e-locked.rules"
+    static let lockedName = "touchd-e2e locked screen"
 
     /// The file the exec target writes for `action`.
     static func execRecord(_ action: String) -> String { "\(state)/exec-\(action)" }

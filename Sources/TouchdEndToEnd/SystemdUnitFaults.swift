@@ -1,0 +1,113 @@
+import Foundation
+import Glibc
+
+/// Hostile conditions that only the real unit shows, since they depend on its sandbox (the dynamic user with only
+/// the input group): a touchscreen touchd may not open.
+extension SystemdUnitRun {
+    // MARK: - D2: a touchscreen touchd may not open, then SIGHUP
+
+    /// A touchscreen whose node a udev rule leaves root:root 0600 (fault-cases.md D2: the group's permissions not
+    /// applied yet). touchd's user cannot open it: libinput's open failure is in the journal and touchd keeps
+    /// waiting for a touchscreen. Then the node gets the input group and mode 0660, as udev would have set them, and
+    /// `systemctl reload` (SIGHUP, which with no touchscreen in use also rescans the seat) makes touchd pick it up:
+    /// its status names the screen and a tap works.
+    func unreadableDevice() throws(Abort) {
+        // The rescan on SIGHUP is for a touchd with no touchscreen in use: unplug the one there is.
+        device?.destroy()
+        device = nil
+        if let failure = waitForStatus(where: { $0 == "waiting for a touchscreen" }) {
+            report.record(.unreadableDeviceWaits, "after unplugging the touchscreen: \(failure)")
+            throw Abort("touchd did not go back to waiting for a touchscreen")
+        }
+        let rule =
+            #"SUBSYSTEM=="input", KERNEL=="event*", ATTRS{name}=="\#(UnitPaths.lockedName)", "#
+            + #"GROUP="root", MODE="0600""#
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (UnitPaths.lockedRule as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true)
+        } catch {
+            report.record(.unreadableDeviceWaits, "cannot create the rule's directory: \(error)")
+            throw Abort("cannot write a udev rule")
+        }
+        try attempt { () throws(DriverError) in try writeFile(UnitPaths.lockedRule, rule + "\n") }
+        defer {
+            unlink(UnitPaths.lockedRule)
+            _ = Tool.run([Tool.udevadm, "control", "--reload"], limit: 10_000_000, verbose: verbose)
+        }
+        let reloadRules = Tool.run([Tool.udevadm, "control", "--reload"], limit: 10_000_000, verbose: verbose)
+        guard reloadRules.succeeded else {
+            report.record(.unreadableDeviceWaits, "udev did not reload its rules: \(reloadRules.summary)")
+            throw Abort("cannot load a udev rule")
+        }
+        let seen = (try? JournalEntry.read(unit: UnitPaths.service, verbose: verbose).get())?.count ?? 0
+        let locked = try attempt { () throws(DriverError) in
+            try VirtualTouchscreen(name: UnitPaths.lockedName, verbose: verbose)
+        }
+        device = locked
+        _ = Tool.run([Tool.udevadm, "settle", "--timeout=10"], limit: 15_000_000, verbose: verbose)
+        let node = locked.devnode ?? "?"
+        var problems: [String] = []
+        var status = stat()
+        if stat(node, &status) != 0 {
+            problems.append("stat \(node): \(describe(errno: errno))")
+        } else if status.st_mode & 0o777 != 0o600 || status.st_gid != 0 {
+            problems.append(
+                "the udev rule did not lock \(node) (mode \(String(status.st_mode & 0o777, radix: 8)), gid "
+                    + "\(status.st_gid)): the check proves nothing")
+        }
+        // libinput logs the failed open (with errno's text) when udev announces the device.
+        var refusal: JournalEntry?
+        _ = poll(until: monotonicNow() + Limits.message * 2) { () -> Bool? in
+            if case .success(let entries) = JournalEntry.read(unit: UnitPaths.service, verbose: false) {
+                refusal = entries.dropFirst(seen).first {
+                    $0.message.hasPrefix("libinput:") && $0.message.contains(node) && $0.message.contains("failed")
+                }
+            }
+            if refusal == nil { sleep(microseconds: 250_000) }
+            return refusal != nil ? true : nil
+        }
+        if let refusal {
+            report.note("unreadable touchscreen: touchd logged: \(refusal.message)")
+        } else {
+            problems.append("no libinput line about failing to open \(node) in touchd's journal")
+        }
+        // The status may name the screen as not usable; it must not say touchd uses it.
+        let waiting = try read(["StatusText"])
+        if waiting["StatusText"]?.hasPrefix("waiting for a touchscreen") != true {
+            problems.append("expected StatusText to start with 'waiting for a touchscreen': \(waiting.summary)")
+        }
+        report.record(.unreadableDeviceWaits, problems.isEmpty ? nil : problems.joined(separator: "; "))
+
+        problems = []
+        guard let input = Self.groupID("input") else { throw Abort("no input group on this system") }
+        if chown(node, uid_t.max, input) != 0 || chmod(node, 0o660) != 0 {
+            report.record(.reloadRescansDevice, "cannot give \(node) to the input group: \(describe(errno: errno))")
+            return
+        }
+        let reload = Tool.run([Tool.systemctl, "reload", UnitPaths.service], verbose: verbose)
+        if !reload.succeeded { problems.append(reload.summary) }
+        if let failure = waitForStatus(where: { $0 == "1 touchscreen: \(UnitPaths.lockedName)" }) {
+            problems.append("after chmod and systemctl reload: \(failure)")
+        } else if let failure = try tap(at: (200, 200), expecting: "a2", generation: 2) {
+            problems.append("tap on the screen picked up: \(failure)")
+        }
+        report.record(.reloadRescansDevice, problems.isEmpty ? nil : problems.joined(separator: "; "))
+    }
+
+    /// Waits (at most 15 s) until touchd's StatusText satisfies `condition`; the failure text, or nil.
+    func waitForStatus(where condition: (String) -> Bool) -> String? {
+        var last = ""
+        let found = poll(until: monotonicNow() + 15_000_000) { () -> Bool? in
+            guard
+                case .success(let properties) = UnitProperties.read(
+                    UnitPaths.service, ["StatusText", "ActiveState"], verbose: false)
+            else { return nil }
+            last = properties.summary
+            if let text = properties["StatusText"], condition(text) { return true }
+            sleep(microseconds: 200_000)
+            return nil
+        }
+        return found == nil ? "the status did not change as expected within 15 s: \(last)" : nil
+    }
+}
