@@ -16,6 +16,7 @@ enum UnitCheck: String, CaseIterable {
     case oldConfigKept = "old-config-kept"
     case watchdogRestarts = "watchdog-restarts"
     case worksAfterRestart = "works-after-restart"
+    case setuidCommandFails = "setuid-command-fails-cleanly"
     case unreadableDeviceWaits = "unreadable-device-waits"
     case reloadRescansDevice = "reload-rescans-device"
     case cleanStop = "clean-stop"
@@ -58,9 +59,14 @@ enum UnitPaths {
 /// The configuration of the systemd checks. Output 1000×1000 as in TestConfig (the uinput device's scale):
 /// button `a` (x 100…299, y 100…299) sends its action to the socket target; button `c` (x 600…799, y 100…299) runs
 /// two commands: `record`, which writes its environment and /proc/self/status into the state directory, and `fail`,
-/// which exits 3 (a logged failure with a MESSAGE_ID).
+/// which exits 3 (a logged failure with a MESSAGE_ID); button `p` (x 100…299, y 600…799) runs `setuidProgram`,
+/// which NoNewPrivileges keeps from gaining root (fault-cases.md A13).
 enum UnitConfig {
     static let recordMarker = "--- /proc/self/status ---"
+    /// A setuid-root program that asks for root's password status: as root it prints it and exits 0; as touchd's
+    /// dynamic user it is refused.
+    static let setuidProgram = "/usr/bin/passwd"
+    static let setuidArguments = ["--status", "root"]
 
     static func valid(actionForA: String) -> String {
         let record = UnitPaths.execRecord("$TOUCHD_ACTION")
@@ -87,6 +93,10 @@ enum UnitConfig {
             exec = ["/bin/sh", "-c", "exit 3"]
             responds_to = ["f"]
 
+            [targets.setuid]
+            exec = [\(([setuidProgram] + setuidArguments).map { "\"\($0)\"" }.joined(separator: ", "))]
+            responds_to = ["p"]
+
             [[control]]
             id = "a"
             kind = "button"
@@ -101,6 +111,12 @@ enum UnitConfig {
               { events = ["touchUpInside"], target = "record", action = "c" },
               { events = ["touchUpInside"], target = "fail", action = "f" },
             ]
+
+            [[control]]
+            id = "p"
+            kind = "button"
+            frame = { x = 100, y = 600, width = 200, height = 200 }
+            actions = [{ events = ["touchUpInside"], target = "setuid", action = "p" }]
 
             """
     }

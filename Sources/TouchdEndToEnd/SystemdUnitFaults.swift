@@ -2,8 +2,73 @@ import Foundation
 import Glibc
 
 /// Hostile conditions that only the real unit shows, since they depend on its sandbox (the dynamic user with only
-/// the input group): a touchscreen touchd may not open.
+/// the input group, NoNewPrivileges): a command that needs root, and a touchscreen touchd may not open.
 extension SystemdUnitRun {
+    // MARK: - A13: a setuid program
+
+    /// A tap on `p` runs `passwd --status root`, a setuid-root program (fault-cases.md A13). NoNewPrivileges=yes
+    /// keeps it from gaining root, so it runs as touchd's dynamic user and is refused: touchd logs `command failed`
+    /// with the exit status and the MESSAGE_ID of a failed action, keeps running (same MainPID, active), and the
+    /// next action works. What the program printed (the unit's stdout stream in the journal) is noted; on Debian 12
+    /// it is `passwd: You may not view or modify password information for root.` and the status is 1.
+    func setuidCommand() throws(Abort) {
+        var problems: [String] = []
+        var program = stat()
+        if stat(UnitConfig.setuidProgram, &program) != 0 {
+            problems.append("stat \(UnitConfig.setuidProgram): \(describe(errno: errno))")
+        } else if program.st_uid != 0 || program.st_mode & S_ISUID == 0 {
+            problems.append(
+                "\(UnitConfig.setuidProgram) is not setuid root (mode \(String(program.st_mode & 0o7777, radix: 8)), "
+                    + "uid \(program.st_uid)): the check proves nothing")
+        }
+        let before = try read(["MainPID"])
+        let seen = (try? JournalEntry.read(unit: UnitPaths.service, verbose: verbose).get())?.count ?? 0
+        try write([.down(slot: 0, x: 200, y: 700)])
+        sleep(microseconds: 50_000)
+        try write([.up(slot: 0)])
+        var failed: JournalEntry?
+        var printed: [JournalEntry] = []
+        // journald files the entry and the program's output asynchronously: look again until the entry is there.
+        _ = poll(until: monotonicNow() + Limits.message * 2) { () -> Bool? in
+            guard case .success(let entries) = JournalEntry.read(unit: UnitPaths.service, verbose: false) else {
+                return nil
+            }
+            let new = entries.dropFirst(seen)
+            failed = new.last { $0["TOUCHD_TARGET"] == "setuid" && $0.message.hasPrefix("command ") }
+            printed = new.filter { $0["_TRANSPORT"] == "stdout" && $0.message.contains("passwd") }
+            if failed == nil { sleep(microseconds: 250_000) }
+            return failed != nil ? true : nil
+        }
+        if let failed {
+            let status = failed["TOUCHD_STATUS"].flatMap { Int($0) }
+            if !failed.message.hasPrefix("command failed") {
+                problems.append("expected 'command failed', touchd logged: \(failed.message)")
+            }
+            if failed["MESSAGE_ID"] != UnitConfig.actionFailedID {
+                problems.append(
+                    "the entry's MESSAGE_ID is \(failed["MESSAGE_ID"] ?? "missing"), not \(UnitConfig.actionFailedID)")
+            }
+            if status == nil || status == 0 {
+                problems.append("expected a non-zero TOUCHD_STATUS, the entry has: \(failed.summary)")
+            }
+            report.note("setuid command: touchd logged: \(failed.message)")
+        } else {
+            problems.append(
+                "no 'command failed' entry for the setuid target within \(seconds(Limits.message * 2)) of a tap on p")
+        }
+        report.note(
+            "setuid command printed: "
+                + (printed.isEmpty ? "nothing with 'passwd'" : printed.map(\.message).joined(separator: " | ")))
+        let after = try read(["MainPID", "ActiveState", "SubState"])
+        if after["MainPID"] != before["MainPID"] || after["ActiveState"] != "active" {
+            problems.append("touchd did not keep running: before \(before.summary), after \(after.summary)")
+        }
+        if let failure = try tap(at: (200, 200), expecting: "a2", generation: 1) {
+            problems.append("the next action: \(failure)")
+        }
+        report.record(.setuidCommandFails, problems.isEmpty ? nil : problems.joined(separator: "; "))
+    }
+
     // MARK: - D2: a touchscreen touchd may not open, then SIGHUP
 
     /// A touchscreen whose node a udev rule leaves root:root 0600 (fault-cases.md D2: the group's permissions not

@@ -7,8 +7,8 @@ import Glibc
 /// (dynamic uid, the input group, no capabilities, seccomp), the control socket's node, a touchscreen plugged after
 /// the start reaching the socket target, the exec target running under the same sandbox (umask, no NOTIFY_SOCKET),
 /// the journal's native fields, `systemctl reload` with a good and a broken file, the watchdog catching a stopped
-/// touchd and the restart, a touchscreen touchd may not open picked up after a reload (SystemdUnitFaults.swift), and
-/// a clean stop.
+/// touchd and the restart, a setuid program failing cleanly, a touchscreen touchd may not open picked up after a
+/// reload (SystemdUnitFaults.swift), and a clean stop.
 ///
 /// Runs on one thread, like Scenario; the target listener's threads fill its inbox.
 final class SystemdUnitRun {
@@ -41,6 +41,7 @@ final class SystemdUnitRun {
             checkJournal()
             try reloads()
             try watchdog()
+            try setuidCommand()
             try unreadableDevice()
             try stop()
         } catch {
