@@ -7,6 +7,7 @@ enum UnitCheck: String, CaseIterable {
     case controlSocketNode = "control-socket-node"
     case controlSocketHello = "control-socket-hello"
     case hotplugTapUnderSandbox = "hotplug-tap-under-sandbox"
+    case synDroppedMessageID = "syn-dropped-message-id"
     case execTargetRuns = "exec-target-runs"
     case umaskApplies = "umask-applies"
     case notifySocketNotLeaked = "notify-socket-not-leaked"
@@ -124,4 +125,5 @@ enum UnitConfig {
     /// MESSAGE_IDs the checks expect (Sources/TouchDaemon/Logging/MessageID.swift; the driver does not link touchd).
     static let actionFailedID = "7a342a37fee14f53a5e06244c344c07e"
     static let startedID = "00a5b5b882484b83abec02e11cdd8738"
+    static let synDroppedID = "77a036a722a5476595427d5eb1fc53a7"
 }

@@ -2,8 +2,61 @@ import Foundation
 import Glibc
 
 /// Hostile conditions that only the real unit shows, since they depend on its sandbox (the dynamic user with only
-/// the input group, NoNewPrivileges): a command that needs root, and a touchscreen touchd may not open.
+/// the input group, NoNewPrivileges) or its journal: lost input tagged for monitoring, a command that needs root,
+/// and a touchscreen touchd may not open.
 extension SystemdUnitRun {
+    // MARK: - D5: SYN_DROPPED in the journal
+
+    /// touchd stopped (SIGSTOP, well within the 10 s watchdog) while a finger goes down away from every control,
+    /// moves for `Scenario.droppedFrames` frames and lifts, all in one burst that overruns the evdev buffer; then
+    /// SIGCONT (fault-cases.md D5; the scenario checks what becomes of the contacts). Here: touchd's journal entry
+    /// for libinput's SYN_DROPPED line carries the MESSAGE_ID monitoring counts lost input by, and touchd keeps
+    /// running.
+    func synDroppedJournal() throws(Abort) {
+        guard let device else { throw Abort("no touchscreen to write to") }
+        let before = try read(["MainPID"])
+        guard let mainPID = before.number("MainPID"), let pid = pid_t(exactly: mainPID), pid > 0 else {
+            report.record(.synDroppedMessageID, "no MainPID: \(before.summary)")
+            return
+        }
+        let seen = (try? JournalEntry.read(unit: UnitPaths.service, verbose: verbose).get())?.count ?? 0
+        kill(pid, SIGSTOP)
+        let stopped = poll(until: monotonicNow() + 5_000_000) { ProcessStat(pid: pid)?.state == "T" ? true : nil }
+        var frames: [[TouchChange]] = [[.down(slot: 0, x: 450, y: 500)]]
+        frames += (0..<Scenario.droppedFrames).map { [TouchChange.move(slot: 0, x: 400 + $0 % 100, y: 500)] }
+        frames.append([.up(slot: 0)])
+        // Whatever happens, touchd runs again before anything can end the sequence.
+        let flood = Result { () throws(DriverError) in try device.writeFrames(frames) }
+        kill(pid, SIGCONT)
+        guard stopped != nil else { throw Abort("touchd did not stop within 5 s of SIGSTOP") }
+        _ = try attempt { () throws(DriverError) in try flood.get() }
+        var entry: JournalEntry?
+        _ = poll(until: monotonicNow() + Limits.message * 2) { () -> Bool? in
+            if case .success(let entries) = JournalEntry.read(unit: UnitPaths.service, verbose: false) {
+                entry = entries.dropFirst(seen).first { $0.message.contains("SYN_DROPPED") }
+            }
+            if entry == nil { sleep(microseconds: 250_000) }
+            return entry != nil ? true : nil
+        }
+        var problems: [String] = []
+        if let entry {
+            if entry["MESSAGE_ID"] != UnitConfig.synDroppedID {
+                problems.append(
+                    "the SYN_DROPPED entry's MESSAGE_ID is \(entry["MESSAGE_ID"] ?? "missing"), not "
+                        + "\(UnitConfig.synDroppedID): \(entry.summary)")
+            } else {
+                report.note("journal SYN_DROPPED entry: \(entry.summary)")
+            }
+        } else {
+            problems.append("no journal entry of touchd with SYN_DROPPED within \(seconds(Limits.message * 2))")
+        }
+        let after = try read(["MainPID", "ActiveState"])
+        if after["MainPID"] != before["MainPID"] || after["ActiveState"] != "active" {
+            problems.append("touchd did not keep running: before \(before.summary), after \(after.summary)")
+        }
+        report.record(.synDroppedMessageID, problems.isEmpty ? nil : problems.joined(separator: "; "))
+    }
+
     // MARK: - A13: a setuid program
 
     /// A tap on `p` runs `passwd --status root`, a setuid-root program (fault-cases.md A13). NoNewPrivileges=yes
