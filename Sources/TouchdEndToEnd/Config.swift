@@ -9,6 +9,10 @@
 /// `longPressMilliseconds` in the bottom-left corner (x 0…199, y 800…999), and `back`, a one-finger swipe to the
 /// right of at least 150 px that starts within 30 px of the left edge. Every other touch of the sequence lands at
 /// x ≥ 100, so the edge swipe fails at its touch-down and holds nothing back.
+///
+/// Button `s` (x 400…599, y 700…899, away from everything else) runs a long command on touchUpInside: the
+/// `sleeper` exec target writes its process id next to the socket target and sleeps `sleeperSeconds`, for the
+/// check that a running command never holds up the input loop (fault-cases.md D6).
 enum TestConfig {
     static let outputSize = 1000
     static let longPressMilliseconds = 300
@@ -16,6 +20,13 @@ enum TestConfig {
     static let repeatIntervalMilliseconds = 350
     static let repeatSlop = 45
     static let targetName = "e2e"
+    static let sleeperSeconds = 5
+
+    /// Where the `sleeper` command writes its process id: next to the socket target, in the driver's scratch
+    /// directory.
+    static func sleeperPIDFile(besides socket: String) -> String {
+        String(socket[..<(socket.lastIndex(of: "/") ?? socket.endIndex)]) + "/sleeper.pid"
+    }
 
     /// A valid file: `a` sends `actionForA` (first "a", after the second reload "a2"), `b` sends "b".
     static func valid(socket: String, actionForA: String) -> String {
@@ -36,6 +47,10 @@ enum TestConfig {
         socket_type = "stream"
         responds_to = ["a", "b", "a2", "admin", "back"]
 
+        [targets.sleeper]
+        exec = ["/bin/sh", "-c", "echo $$ > \(sleeperPIDFile(besides: socket)) && exec /bin/sleep \(sleeperSeconds)"]
+        responds_to = ["sleep"]
+
         [[control]]
         id = "a"
         kind = "button"
@@ -47,6 +62,12 @@ enum TestConfig {
         kind = "button"
         frame = { x = 600, y = 100, width = 200, height = 200 }
         actions = [{ events = ["allTouchEvents"], target = "\(targetName)", action = "b" }]
+
+        [[control]]
+        id = "s"
+        kind = "button"
+        frame = { x = 400, y = 700, width = 200, height = 200 }
+        actions = [{ events = ["touchUpInside"], target = "sleeper", action = "sleep" }]
 
         [[gesture]]
         id = "admin"

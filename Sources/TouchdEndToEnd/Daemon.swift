@@ -44,10 +44,12 @@ final class Daemon: Sendable {
     /// Starts `executable` with `arguments`, the driver's environment without `removing` and with `environment`
     /// added, stdin from /dev/null, and stdout and stderr into a pipe. The child gets default signal dispositions,
     /// an empty signal mask, and its own process group, so a Ctrl-C meant for the driver reaches touchd only
-    /// through the driver (which SIGKILLs it).
+    /// through the driver (which SIGKILLs it). `published` makes it the child the watchdog and the signal handlers
+    /// SIGKILL (``runningDaemonPID``): true for touchd, false for a tool the scenario runs next to it (udevadm),
+    /// which must not take touchd's place there.
     init(
         executable: String, arguments: [String], environment: [String: String], removing: Set<String> = [],
-        echoPrefix: String?
+        echoPrefix: String?, published: Bool = true
     ) throws(DriverError) {
         self.executable = executable
         var pipeEnds: [Int32] = [-1, -1]
@@ -95,7 +97,7 @@ final class Daemon: Sendable {
             throw DriverError("cannot start \(executable): \(describe(errno: result))")
         }
         pid = child
-        runningDaemonPID.store(child, ordering: .relaxed)
+        if published { runningDaemonPID.store(child, ordering: .relaxed) }
         startThread("output reader") { [self] in
             readOutput(readEnd, echoPrefix: echoPrefix)
         }

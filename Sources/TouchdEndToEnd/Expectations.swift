@@ -80,6 +80,38 @@ enum Expectation {
     /// A finger that goes down and is cancelled (unplug) before it moves.
     static let cancelled = [one("touchDown"), one("touchCancel")]
 
+    /// The events that end a contact's tracking on a control.
+    static let endings: Set<String> = ["touchUpInside", "touchUpOutside", "touchCancel"]
+
+    /// One contact on `control` that ends exactly once (fault-cases.md D5, D17): its messages open with the one
+    /// touchDown, end with the one ending (touchUpInside, touchUpOutside or touchCancel, in `allowedEndings`), and
+    /// hold only drag events in between. Messages of other controls are not looked at.
+    static func endsOnce(
+        _ messages: [TargetMessage], control: String, allowedEndings: Set<String> = endings, fields: Fields
+    ) -> String? {
+        let own = messages.filter { $0.control == control }
+        if let problem = check(own, fields: fields) { return problem }
+        let events = own.compactMap(\.event)
+        let shown = "[\(compress(events))]"
+        let downs = events.count { $0 == "touchDown" }
+        let ends = events.count { endings.contains($0) }
+        if events.first != "touchDown" || downs != 1 {
+            return "control \(control): expected one touchDown, first, got \(shown)"
+        }
+        if ends != 1 || !endings.contains(events.last!) {
+            return "control \(control): expected exactly one ending, last, got \(ends) in \(shown)"
+        }
+        if !allowedEndings.contains(events.last!) {
+            return "control \(control): ended with \(events.last!), expected one of "
+                + "\(allowedEndings.sorted().joined(separator: ", ")): \(shown)"
+        }
+        let between = events.dropFirst().dropLast().filter { !$0.hasPrefix("touchDrag") }
+        if !between.isEmpty {
+            return "control \(control): expected only drag events between touchDown and the ending, got \(shown)"
+        }
+        return nil
+    }
+
     /// Every message comes from `control` and its events follow `pattern`.
     static func sequence(
         _ messages: [TargetMessage], control: String, pattern: [Step], fields: Fields

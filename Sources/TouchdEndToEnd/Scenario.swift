@@ -9,8 +9,8 @@ struct Abort: Error {
 /// The end-to-end sequence against a running touchd: hot-plug, gestures, unplug and replug, reloads, latency, stop.
 ///
 /// Runs on one thread. Listener threads fill the inboxes; every step takes a cursor into them before it acts and
-/// judges only what arrived after it. Steps 1–10 are here, the latency run and the stop in ScenarioEnd.swift, and
-/// the acting and waiting they share in ScenarioSupport.swift.
+/// judges only what arrived after it. Steps 1–10 are here, the hostile-input steps in ScenarioFaults.swift, the
+/// latency run and the stop in ScenarioEnd.swift, and the acting and waiting they share in ScenarioSupport.swift.
 final class Scenario {
     let options: Options
     let report = Report()
@@ -61,6 +61,10 @@ final class Scenario {
             try singleTouchScreen()
             try protocolAScreen()
             try unusableTouchscreen()
+            try otherSeat()
+            try synDropped()
+            try eventFlood()
+            try longCommand()
             try reloadBroken()
             try reloadValid()
             try measureLatency()

@@ -91,12 +91,14 @@ extension Scenario {
 
     // MARK: - 12: stop
 
-    /// Sends SIGTERM and expects STOPPING=1 and exit status 0, then looks for touchd's processing-latency line.
-    /// Without touches (`requireSamples` false) the line only has to be there.
+    /// Sends SIGTERM and expects STOPPING=1 and exit status 0, then looks for touchd's processing-latency line, and
+    /// in the stop line for the count of libinput's lost-event warnings, which the SYN_DROPPED step must have raised.
+    /// Without touches (`requireSamples` false) the latency line only has to be there and the count is not looked at.
     func stopDaemon(requireSamples: Bool = true) {
         guard let daemon else {
             report.record(.cleanStop, "touchd was never started")
             report.record(.processingLatencyReported, "touchd was never started")
+            if requireSamples { report.record(.lostEventsCounted, "touchd was never started") }
             return
         }
         if let status = daemon.exitStatus {
@@ -123,6 +125,7 @@ extension Scenario {
         }
         daemon.waitForOutputEnd(until: monotonicNow() + 2_000_000)
         let lines = daemon.output.all
+        if requireSamples { checkLostEvents(lines) }
         guard let line = lines.reversed().lazy.compactMap(ProcessingLatencyLine.init).first else {
             report.record(
                 .processingLatencyReported,
@@ -142,6 +145,25 @@ extension Scenario {
             }
         }
         report.note("touchd said: \(line.line)")
+    }
+
+    /// touchd's stop line (`touchd stopped … libinput_lost_event_warnings=N`) counts libinput's SYN_DROPPED and
+    /// lag warnings: after the SYN_DROPPED step it must be at least 1 (fault-cases.md D5).
+    private func checkLostEvents(_ lines: [String]) {
+        guard let line = lines.last(where: { $0.contains("touchd stopped") }) else {
+            report.record(.lostEventsCounted, "no 'touchd stopped' line in touchd's output (\(lines.count) lines)")
+            return
+        }
+        let key = "libinput_lost_event_warnings"
+        let count = ProcessingLatencyLine.pairs(in: line[...])[key].flatMap { Int($0) }
+        if let count, count > 0 {
+            report.record(.lostEventsCounted, nil)
+            report.note("touchd's stop line: \(key)=\(count)")
+        } else {
+            report.record(
+                .lostEventsCounted,
+                "expected \(key) > 0 after the SYN_DROPPED step, touchd's stop line says: \(line)")
+        }
     }
 
     // MARK: - everything received

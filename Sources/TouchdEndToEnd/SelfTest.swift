@@ -78,6 +78,14 @@ struct SelfTest {
         results.expect("percentiles-empty", Percentiles([]) == nil, "expected nil for no samples")
         results.equal(
             "percentiles-text", Percentiles([10, 20, 30])?.description, "samples=3 p50=20µs p99=30µs max=30µs")
+        // A command name with spaces and parentheses; utime 250 and stime 50 ticks.
+        let line = "42 (touchd (x) y) T 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 100 0 0"
+        let ticks = Microseconds(max(sysconf(Int32(_SC_CLK_TCK)), 1))
+        let stat = ProcessStat(statLine: line)
+        results.equal("proc-stat-state", stat?.state, "T")
+        results.equal("proc-stat-cpu", stat?.cpuTime, 300 * 1_000_000 / ticks)
+        results.expect("proc-stat-short", ProcessStat(statLine: "42 (touchd) S 1") == nil, "expected nil")
+        results.expect("proc-stat-self", ProcessStat(pid: getpid())?.state == "R", "expected this process running")
     }
 
     func notifyParsing(_ results: Results) {
@@ -338,6 +346,37 @@ struct SelfTest {
                 events(["touchDown", "touchCancel", "touchUpInside"]), control: "a", pattern: Expectation.cancelled,
                 fields: fields),
             containing: ["event 3 (touchUpInside)"])
+
+        // One contact that ends exactly once (the flood and SYN_DROPPED checks); other controls are not looked at.
+        let flooded = events(["touchDown", "touchDragInside", "touchDragInside", "touchUpInside"])
+        results.passes(
+            "ends-once-ok", Expectation.endsOnce(flooded + [m("b", "touchDown")], control: "a", fields: fields))
+        results.passes(
+            "ends-once-cancel",
+            Expectation.endsOnce(events(["touchDown", "touchCancel"]), control: "a", fields: fields))
+        results.fails(
+            "ends-once-twice",
+            Expectation.endsOnce(flooded + events(["touchCancel"]), control: "a", fields: fields),
+            containing: ["exactly one ending", "got 2"])
+        results.fails(
+            "ends-once-never",
+            Expectation.endsOnce(events(["touchDown", "touchDragInside"]), control: "a", fields: fields),
+            containing: ["exactly one ending", "got 0"])
+        results.fails(
+            "ends-once-no-down", Expectation.endsOnce(events(["touchUpInside"]), control: "a", fields: fields),
+            containing: ["one touchDown, first"])
+        results.fails(
+            "ends-once-not-allowed",
+            Expectation.endsOnce(
+                events(["touchDown", "touchUpOutside"]), control: "a", allowedEndings: ["touchCancel"],
+                fields: fields),
+            containing: ["ended with touchUpOutside"])
+        results.fails(
+            "ends-once-down-between",
+            Expectation.endsOnce(
+                events(["touchDown", "touchDragInside", "touchDownRepeat", "touchUpInside"]), control: "a",
+                fields: fields),
+            containing: ["only drag events"])
 
         // Backtracking: a starred step followed by the same event must leave one for the step after it.
         results.passes(

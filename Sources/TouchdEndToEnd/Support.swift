@@ -125,3 +125,35 @@ func writeFile(_ path: String, _ text: String) throws(DriverError) {
         throw DriverError("cannot write \(path): \(error)")
     }
 }
+
+/// The fields of /proc/PID/stat the fault checks read: the process's state (`R`, `S`, `T` stopped, `Z` zombie, …)
+/// and the CPU time it has used (utime + stime, all its threads).
+struct ProcessStat: Equatable {
+    let state: Character
+    /// User and system CPU time, in microseconds.
+    let userTime: Microseconds
+    let systemTime: Microseconds
+
+    var cpuTime: Microseconds { userTime + systemTime }
+
+    /// Reads /proc/`pid`/stat; nil when the process is gone (or was reaped).
+    init?(pid: pid_t) {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+        self.init(statLine: text)
+    }
+
+    /// Parses a stat line. The command name (field 2) is in parentheses and may hold spaces and parentheses itself,
+    /// so the fields are counted from the last `)`.
+    init?(statLine text: String) {
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // fields[0] is field 3 (state); utime and stime are fields 14 and 15, in clock ticks.
+        guard fields.count > 12, let state = fields[0].first, let user = UInt64(fields[11]),
+            let system = UInt64(fields[12])
+        else { return nil }
+        let ticks = UInt64(max(sysconf(Int32(_SC_CLK_TCK)), 1))
+        self.state = state
+        userTime = user * 1_000_000 / ticks
+        systemTime = system * 1_000_000 / ticks
+    }
+}

@@ -19,8 +19,9 @@ struct ToolResult {
     }
 }
 
-/// Runs the system's tools for the systemd checks, each with a time limit, with touchd's service-manager variables
-/// removed from their environment.
+/// Runs the system's tools (for the systemd checks, and udevadm in the scenario), each with a time limit, with
+/// touchd's service-manager variables removed from their environment. A tool is never published as the child to
+/// SIGKILL: in the scenario that is touchd.
 enum Tool {
     /// Runs `argv` (`argv[0]` an absolute path) and waits for it, at most `limit`.
     static func run(_ argv: [String], limit: Microseconds = 60_000_000, verbose: Bool) -> ToolResult {
@@ -30,7 +31,7 @@ enum Tool {
         do {
             process = try Daemon(
                 executable: argv[0], arguments: Array(argv.dropFirst()), environment: ["SYSTEMD_PAGER": "cat"],
-                removing: Scenario.scrubbedEnvironment, echoPrefix: verbose ? "run| " : nil)
+                removing: Scenario.scrubbedEnvironment, echoPrefix: verbose ? "run| " : nil, published: false)
         } catch {
             return ToolResult(command: argv, status: nil, output: [error.description])
         }
@@ -43,6 +44,7 @@ enum Tool {
 
     static let systemctl = "/usr/bin/systemctl"
     static let journalctl = "/usr/bin/journalctl"
+    static let udevadm = "/usr/bin/udevadm"
 }
 
 /// `systemctl show UNIT -p NAME…`, parsed.

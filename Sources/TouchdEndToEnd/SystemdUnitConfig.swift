@@ -7,6 +7,7 @@ enum UnitCheck: String, CaseIterable {
     case controlSocketNode = "control-socket-node"
     case controlSocketHello = "control-socket-hello"
     case hotplugTapUnderSandbox = "hotplug-tap-under-sandbox"
+    case synDroppedMessageID = "syn-dropped-message-id"
     case execTargetRuns = "exec-target-runs"
     case umaskApplies = "umask-applies"
     case notifySocketNotLeaked = "notify-socket-not-leaked"
@@ -16,6 +17,9 @@ enum UnitCheck: String, CaseIterable {
     case oldConfigKept = "old-config-kept"
     case watchdogRestarts = "watchdog-restarts"
     case worksAfterRestart = "works-after-restart"
+    case setuidCommandFails = "setuid-command-fails-cleanly"
+    case unreadableDeviceWaits = "unreadable-device-waits"
+    case reloadRescansDevice = "reload-rescans-device"
     case cleanStop = "clean-stop"
 }
 
@@ -44,6 +48,10 @@ enum UnitPaths {
     /// A runtime drop-in (gone at reboot) that shortens the watchdog for the stall check.
     static let watchdogDropIn = "/run/systemd/system/touchd.service.d/50-e2e-watchdog.conf"
     static let watchdogSeconds = 3
+    /// A udev rule (in the guest's own /run, removed after the check) that leaves one touchscreen's node root-only,
+    /// as a device whose permissions are not applied yet (fault-cases.md D2).
+    static let lockedRule = "/run/udev/rules.d/99-touchd-e2e-locked.rules"
+    static let lockedName = "touchd-e2e locked screen"
 
     /// The file the exec target writes for `action`.
     static func execRecord(_ action: String) -> String { "\(state)/exec-\(action)" }
@@ -52,9 +60,14 @@ enum UnitPaths {
 /// The configuration of the systemd checks. Output 1000×1000 as in TestConfig (the uinput device's scale):
 /// button `a` (x 100…299, y 100…299) sends its action to the socket target; button `c` (x 600…799, y 100…299) runs
 /// two commands: `record`, which writes its environment and /proc/self/status into the state directory, and `fail`,
-/// which exits 3 (a logged failure with a MESSAGE_ID).
+/// which exits 3 (a logged failure with a MESSAGE_ID); button `p` (x 100…299, y 600…799) runs `setuidProgram`,
+/// which NoNewPrivileges keeps from gaining root (fault-cases.md A13).
 enum UnitConfig {
     static let recordMarker = "--- /proc/self/status ---"
+    /// A setuid-root program that asks for root's password status: as root it prints it and exits 0; as touchd's
+    /// dynamic user it is refused.
+    static let setuidProgram = "/usr/bin/passwd"
+    static let setuidArguments = ["--status", "root"]
 
     static func valid(actionForA: String) -> String {
         let record = UnitPaths.execRecord("$TOUCHD_ACTION")
@@ -81,6 +94,10 @@ enum UnitConfig {
             exec = ["/bin/sh", "-c", "exit 3"]
             responds_to = ["f"]
 
+            [targets.setuid]
+            exec = [\(([setuidProgram] + setuidArguments).map { "\"\($0)\"" }.joined(separator: ", "))]
+            responds_to = ["p"]
+
             [[control]]
             id = "a"
             kind = "button"
@@ -96,10 +113,17 @@ enum UnitConfig {
               { events = ["touchUpInside"], target = "fail", action = "f" },
             ]
 
+            [[control]]
+            id = "p"
+            kind = "button"
+            frame = { x = 100, y = 600, width = 200, height = 200 }
+            actions = [{ events = ["touchUpInside"], target = "setuid", action = "p" }]
+
             """
     }
 
     /// MESSAGE_IDs the checks expect (Sources/TouchDaemon/Logging/MessageID.swift; the driver does not link touchd).
     static let actionFailedID = "7a342a37fee14f53a5e06244c344c07e"
     static let startedID = "00a5b5b882484b83abec02e11cdd8738"
+    static let synDroppedID = "77a036a722a5476595427d5eb1fc53a7"
 }

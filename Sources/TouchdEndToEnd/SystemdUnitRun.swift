@@ -5,9 +5,11 @@ import Glibc
 /// its whole sandbox. Installs the binary, the units and the sysusers file where scripts/install puts them, then
 /// checks readiness (a broken file never becomes active; `systemctl start` returns once touchd is ready), the sandbox
 /// (dynamic uid, the input group, no capabilities, seccomp), the control socket's node, a touchscreen plugged after
-/// the start reaching the socket target, the exec target running under the same sandbox (umask, no NOTIFY_SOCKET),
-/// the journal's native fields, `systemctl reload` with a good and a broken file, the watchdog catching a stopped
-/// touchd and the restart, and a clean stop.
+/// the start reaching the socket target, libinput's SYN_DROPPED line in the journal with its MESSAGE_ID, the exec
+/// target running under the same sandbox (umask, no NOTIFY_SOCKET), the journal's native fields, `systemctl reload`
+/// with a good and a broken file, the watchdog catching a stopped touchd and the restart, a setuid program failing
+/// cleanly, a touchscreen touchd may not open picked up after a reload (those three in SystemdUnitFaults.swift), and
+/// a clean stop.
 ///
 /// Runs on one thread, like Scenario; the target listener's threads fill its inbox.
 final class SystemdUnitRun {
@@ -36,10 +38,13 @@ final class SystemdUnitRun {
             try checkSandbox()
             checkControlSocket()
             try hotplugAndTap()
+            try synDroppedJournal()
             try execTarget()
             checkJournal()
             try reloads()
             try watchdog()
+            try setuidCommand()
+            try unreadableDevice()
             try stop()
         } catch {
             Console.line("touchd-e2e: the sequence stops here: \(error.reason)")

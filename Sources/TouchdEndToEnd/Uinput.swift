@@ -56,6 +56,8 @@ final class VirtualTouchscreen {
     private var positionsA: [Int: (Int32, Int32)] = [:]
     private let verbose: Bool
     private let kind: Kind
+    /// While ``encode(_:)`` runs: the events that `emit` collects instead of writing them.
+    private var batch: [input_event]?
 
     init(name: String, verbose: Bool, kind: Kind = .multitouch) throws(DriverError) {
         self.name = name
@@ -115,6 +117,11 @@ final class VirtualTouchscreen {
     /// Whether the device still exists.
     var exists: Bool { uinput != nil }
 
+    /// The device's node (`/dev/input/eventN`), once the kernel has made it; nil after ``destroy()``.
+    var devnode: String? {
+        uinput.flatMap { libevdev_uinput_get_devnode($0) }.map { String(cString: $0) }
+    }
+
     /// Writes one frame: the changes, BTN_TOUCH when the first contact goes down or the last one lifts, the
     /// single-touch axes for the lowest active slot, then SYN_REPORT.
     @discardableResult
@@ -122,6 +129,11 @@ final class VirtualTouchscreen {
         guard uinput != nil else { throw DriverError("the uinput device '\(name)' was already destroyed") }
         if kind == .singleTouch { return try writeSingleTouch(changes) }
         if kind == .protocolA { return try writeProtocolA(changes) }
+        return try writeMultitouch(changes, echo: verbose)
+    }
+
+    /// A multitouch frame (see ``write(_:)``); while a batch is open, its events are only collected.
+    private func writeMultitouch(_ changes: [TouchChange], echo: Bool) throws(DriverError) -> FrameTiming {
         let activeBefore = trackingIDs.count
         var positions: [Int: (Int32, Int32)] = [:]
         for change in changes {
@@ -151,7 +163,7 @@ final class VirtualTouchscreen {
         let before = monotonicNow()
         try emit(EV_SYN, SYN_REPORT, 0)
         let timing = FrameTiming(beforeReport: before, afterReport: monotonicNow())
-        if verbose { Console.line("uinput| frame at \(timing.beforeReport): \(changes)") }
+        if echo { Console.line("uinput| frame at \(timing.beforeReport): \(changes)") }
         return timing
     }
 
@@ -210,6 +222,49 @@ final class VirtualTouchscreen {
         return timing
     }
 
+    /// Writes many multitouch frames with few write(2) calls, `framesPerWrite` frames each: a flood (fault-cases.md
+    /// D5) written one event per call would take seconds under TCG. uinput takes any number of events per write and
+    /// hands each to the input core in order, as a device's interrupt would. Returns when the last write began and
+    /// ended. Frames are not echoed with --verbose (there are thousands).
+    @discardableResult
+    func writeFrames(_ frames: [[TouchChange]], framesPerWrite: Int = 512) throws(DriverError) -> FrameTiming {
+        precondition(framesPerWrite > 0, "at least one frame per write")
+        var timing = FrameTiming(beforeReport: monotonicNow(), afterReport: monotonicNow())
+        var start = 0
+        while start < frames.count {
+            timing = try write(events: encode(Array(frames[start..<min(start + framesPerWrite, frames.count)])))
+            start += framesPerWrite
+        }
+        return timing
+    }
+
+    /// The events of multitouch `frames`, as ``write(_:)`` would send them, for ``write(events:)``: encoding a
+    /// flood ahead of time lets it be written at a steady rate (fault-cases.md D17) that the driver's own work per
+    /// frame would otherwise hold down. The contacts' state advances as if the frames were written.
+    func encode(_ frames: [[TouchChange]]) throws(DriverError) -> [input_event] {
+        guard uinput != nil else { throw DriverError("the uinput device '\(name)' was already destroyed") }
+        guard kind == .multitouch else { throw DriverError("only multitouch frames can be encoded ahead") }
+        batch = []
+        defer { batch = nil }
+        for frame in frames { _ = try writeMultitouch(frame, echo: false) }
+        return batch ?? []
+    }
+
+    /// Writes events made by ``encode(_:)`` with one write(2); returns when it began and ended.
+    @discardableResult
+    func write(events: [input_event]) throws(DriverError) -> FrameTiming {
+        guard let uinput else { throw DriverError("the uinput device '\(name)' was already destroyed") }
+        let fd = libevdev_uinput_get_fd(uinput)
+        let before = monotonicNow()
+        let written = events.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let after = monotonicNow()
+        guard written == events.count * MemoryLayout<input_event>.stride else {
+            let reason = written < 0 ? describe(errno: errno) : "short write of \(written) bytes"
+            throw DriverError("uinput write of \(events.count) events failed: \(reason)")
+        }
+        return FrameTiming(beforeReport: before, afterReport: after)
+    }
+
     /// Removes the device (an unplug). Safe to call more than once.
     func destroy() {
         if let uinput {
@@ -232,6 +287,11 @@ final class VirtualTouchscreen {
     }
 
     private func emit(_ type: Int32, _ code: Int32, _ value: Int32) throws(DriverError) {
+        if batch != nil {
+            // The kernel stamps the time itself; uinput ignores the one written.
+            batch!.append(input_event(time: timeval(), type: UInt16(type), code: UInt16(code), value: value))
+            return
+        }
         let result = libevdev_uinput_write_event(uinput, UInt32(type), UInt32(code), value)
         guard result == 0 else {
             throw DriverError("uinput write (type \(type), code \(code)) failed: \(describe(errno: -result))")
