@@ -340,6 +340,29 @@ struct EngineTests {
         #expect(Self.deliveries(driver.frame([.up(0)])).isEmpty)
     }
 
+    /// D5, found in the test VM: a drag that left `a` far behind, then SYN_DROPPED; libinput's resync reports the lift
+    /// without the lost motion, at the last position touchd knew (inside `a`). That must not be a tap.
+    @Test("after SYN_DROPPED the contacts that were down are cancelled, and their resynced lift clicks nothing")
+    func eventsLost() throws {
+        var driver = try Driver()
+        _ = driver.plug(1)
+        _ = driver.frame([.down(0, 200, 200)])
+        driver.now += 500_000
+        let lost = driver.engine.handle(
+            [
+                .eventsLost,
+                .touch(TouchEvent(device: 1, kind: .up, seatSlot: 0, slot: 0, time: driver.now)),
+                .touch(TouchEvent(device: 1, kind: .frame, seatSlot: -1, slot: -1, time: driver.now)),
+            ], now: driver.now)
+        #expect(Self.deliveries(lost) == ["a:touchCancel"])
+        #expect(
+            Self.logs(lost, at: .warning) == [
+                "input events were lost (SYN_DROPPED); contacts that were down are cancelled"
+            ])
+        // The next touch is a fresh one and works.
+        #expect(Self.deliveries(driver.tap(at: 200, 200)) == ["a:touchDown", "a:touchUpInside"])
+    }
+
     @Test("an unusable touchscreen is logged once and shown in the status until it goes")
     func unusableTouchscreen() throws {
         var driver = try Driver()

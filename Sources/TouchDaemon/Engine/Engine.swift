@@ -114,6 +114,10 @@ struct Engine {
     mutating func handle(_ events: [InputEvent], now: UInt64) -> [Effect] {
         var effects: [Effect] = []
         for event in events {
+            if case .eventsLost = event {
+                eventsLost(now: now, into: &effects)
+                continue
+            }
             for note in router.handle(event, now: now) {
                 switch note {
                 case .frame(let frame, let device):
@@ -184,6 +188,18 @@ struct Engine {
         ]
         cancel(contacts, now: now, into: &effects)
         return effects
+    }
+
+    /// After SYN_DROPPED (fault-cases.md D5): the contacts that were down end with touchCancel and the router drops
+    /// the rest of them, lift included. libinput's resync reports a lift without the motion that was lost, so a drag
+    /// that ended far outside a control would otherwise end as a tap inside it.
+    private mutating func eventsLost(now: UInt64, into effects: inout [Effect]) {
+        let contacts = router.orphanActiveContacts()
+        effects.append(
+            .log(
+                .warning, "input events were lost (SYN_DROPPED); contacts that were down are cancelled",
+                ["contacts": "\(contacts.count)"]))
+        cancel(contacts, now: now, into: &effects)
     }
 
     /// Takes the touchscreens udev knows that libinput did not take as one: says once per device which cannot be

@@ -66,4 +66,8 @@ enum InputEvent: Hashable, Sendable {
     case deviceAdded(DeviceInfo)
     case deviceRemoved(id: Int)
     case touch(TouchEvent)
+    /// The kernel dropped events (SYN_DROPPED) before the events that follow: libinput resynced the device's state,
+    /// but the motion in between is gone, so a contact that was down may report a lift at a stale position.
+    /// Comes first in the batch read by the dispatch that noticed it.
+    case eventsLost
 }

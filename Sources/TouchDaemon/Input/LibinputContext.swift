@@ -152,10 +152,13 @@ final class LibinputContext {
 
     /// Reads what the kernel has for libinput and returns the decoded events, in order. Never blocks.
     func dispatch() -> [InputEvent] {
+        let droppedBefore = relay.synDropped.load(ordering: .relaxed)
         if libinput_dispatch(libinput) != 0 {
             relay.logger.warning("libinput_dispatch failed", metadata: ["errno": "\(Self.errnoText())"])
         }
         var events: [InputEvent] = []
+        // libinput logs SYN_DROPPED while it reads the device, before it queues the resynced events.
+        if relay.synDropped.load(ordering: .relaxed) != droppedBefore { events.append(.eventsLost) }
         while let event = libinput_get_event(libinput) {
             defer { libinput_event_destroy(event) }
             if let decoded = decode(event) { events.append(decoded) }
@@ -260,6 +263,8 @@ final class LibinputContext {
 private final class LogRelay: Sendable {
     let logger: Logger
     let lostEventWarnings = Atomic<Int>(0)
+    /// SYN_DROPPED messages alone: events were lost, not only late.
+    let synDropped = Atomic<Int>(0)
 
     init(logger: Logger) {
         self.logger = logger
@@ -271,6 +276,7 @@ private final class LogRelay: Sendable {
         if text.contains("SYN_DROPPED") || text.contains("lagging behind") {
             lostEventWarnings.add(1, ordering: .relaxed)
         }
+        if text.contains("SYN_DROPPED") { synDropped.add(1, ordering: .relaxed) }
         let level: Logger.Level
         switch priority {
         case LIBINPUT_LOG_PRIORITY_ERROR: level = .error

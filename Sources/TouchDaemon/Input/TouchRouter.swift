@@ -80,6 +80,9 @@ struct TouchRouter {
             return notes
         case .touch(let touch):
             return handle(touch)
+        case .eventsLost:
+            // The engine decides what lost events mean for the contacts (it orphans them); nothing to route.
+            return []
         }
     }
 
