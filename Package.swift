@@ -61,15 +61,17 @@ let package = Package(
             dependencies: ["CLibinput"],
             swiftSettings: strict
         ),
+        // What the test targets share: the seeded random generator, a manual clock, `eventually`.
+        .target(name: "TestKit", path: "Tests/TestKit", swiftSettings: strict),
         .testTarget(
             name: "TouchModelTests",
-            dependencies: ["TouchModel"],
+            dependencies: ["TouchModel", "TestKit"],
             resources: [.copy("Scenarios")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "TouchDaemonTests",
-            dependencies: ["TouchDaemon", "TOML"],
+            dependencies: ["TouchDaemon", "TOML", "TestKit"],
             resources: [.copy("BrokenConfigs"), .copy("Golden")],
             swiftSettings: strict
         ),

@@ -29,7 +29,7 @@ struct CommandTargetTests {
         runner.configure(["cmd": execTarget([script] + arguments, workingDirectory: directory.path)])
         runner.submit(delivery("go"))
 
-        #expect(await eventually { runner.statistics["cmd"]?.succeeded == 1 })
+        #expect(await eventually(within: 90) { runner.statistics["cmd"]?.succeeded == 1 })
         let written = try Data(contentsOf: directory.appendingPathComponent("argv.out"))
         #expect(written == Data(arguments.map { $0 + "\0" }.joined().utf8))
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -50,7 +50,7 @@ struct CommandTargetTests {
         runner.configure(["cmd": target])
         runner.submit(delivery("go"))
 
-        #expect(await eventually { runner.statistics["cmd"]?.succeeded == 1 })
+        #expect(await eventually(within: 90) { runner.statistics["cmd"]?.succeeded == 1 })
         let written = try String(contentsOf: directory.appendingPathComponent("shell.out"), encoding: .utf8)
         #expect(written == "go pay\n")
         let announcements = logs.captured.filter { $0.contains("/bin/sh -c") }
@@ -183,7 +183,7 @@ struct CommandTargetTests {
 
             let before = residentBytes()
             runner.submit(delivery("flood", target: "flood"))
-            #expect(await eventually { runner.statistics["flood"]?.succeeded == 1 })
+            #expect(await eventually(within: 90) { runner.statistics["flood"]?.succeeded == 1 })
             let after = residentBytes()
             // Every byte went through the shared description (the child's writes moved touchd's offset), and the
             // idle child's descriptors share that offset too: one open file, not a copy of it.
@@ -217,7 +217,7 @@ struct CommandTargetTests {
         runner.submit(delivery("b", target: "denied"))
         runner.submit(delivery("c", target: "nowhere"))
         for name in ["missing", "denied", "nowhere"] {
-            #expect(await eventually { runner.statistics[name]?.spawnErrors == 1 })
+            #expect(await eventually(within: 90) { runner.statistics[name]?.spawnErrors == 1 })
             let statistics = try #require(runner.statistics[name])
             #expect(statistics.started == 0 && statistics.running == false && statistics.failed == 0)
         }
@@ -231,8 +231,8 @@ struct CommandTargetTests {
         // touchd carries on: the same targets fail again (counted), and a good one runs.
         runner.submit(delivery("c", target: "missing"))
         runner.submit(delivery("d", target: "good"))
-        #expect(await eventually { runner.statistics["missing"]?.spawnErrors == 2 })
-        #expect(await eventually { runner.statistics["good"]?.succeeded == 1 })
+        #expect(await eventually(within: 90) { runner.statistics["missing"]?.spawnErrors == 2 })
+        #expect(await eventually(within: 90) { runner.statistics["good"]?.succeeded == 1 })
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("ran").path))
         #expect(runner.runningCount == 0)
         await runner.shutdown(graceMicroseconds: 100_000)
@@ -245,7 +245,7 @@ struct CommandTargetTests {
         runner.configure(["missing": execTarget(["/nonexistent/touchd-test-program"])])
         for index in 0..<8 {
             runner.submit(delivery("tap-\(index)", target: "missing"))
-            #expect(await eventually { runner.statistics["missing"]?.spawnErrors == index + 1 })
+            #expect(await eventually(within: 90) { runner.statistics["missing"]?.spawnErrors == index + 1 })
         }
         // RateLimit's default: the first 5 per window.
         #expect(logs.captured.filter { $0.contains("command could not be started") }.count == 5)
@@ -278,7 +278,7 @@ struct CommandTargetTests {
         // All three processes exist before the timeout…
         var pids: [String: Int32] = [:]
         #expect(
-            await eventually {
+            await eventually(within: 90) {
                 for name in ["child", "grandchild", "stubborn"] {
                     pids[name] = readPID(directory.appendingPathComponent("\(name).pid"))
                 }
@@ -286,8 +286,8 @@ struct CommandTargetTests {
             })
         #expect(pids["child"] == group)
         // …and none after it: the group got SIGTERM, then SIGKILL.
-        #expect(await eventually { runner.statistics["hang"]?.timedOut == 1 })
-        #expect(await eventually { ProcessStat.liveMembers(ofGroup: group).isEmpty })
+        #expect(await eventually(within: 90) { runner.statistics["hang"]?.timedOut == 1 })
+        #expect(await eventually(within: 90) { ProcessStat.liveMembers(ofGroup: group).isEmpty })
         for (name, pid) in pids { #expect(!ProcessStat.isAlive(pid), "\(name) (\(pid)) survived") }
         let statistics = try #require(runner.statistics["hang"])
         #expect(statistics.lastTermination == .signalled(SIGTERM))
@@ -311,9 +311,9 @@ struct CommandTargetTests {
         ])
         for name in ["ok", "three", "usr1"] { runner.submit(delivery("tap", target: name)) }
 
-        #expect(await eventually { runner.statistics["ok"]?.succeeded == 1 })
-        #expect(await eventually { runner.statistics["three"]?.failed == 1 })
-        #expect(await eventually { runner.statistics["usr1"]?.failed == 1 })
+        #expect(await eventually(within: 90) { runner.statistics["ok"]?.succeeded == 1 })
+        #expect(await eventually(within: 90) { runner.statistics["three"]?.failed == 1 })
+        #expect(await eventually(within: 90) { runner.statistics["usr1"]?.failed == 1 })
         #expect(runner.statistics["ok"]?.lastTermination == .exited(0))
         #expect(runner.statistics["three"]?.lastTermination == .exited(3))
         #expect(runner.statistics["usr1"]?.lastTermination == .signalled(SIGUSR1))
@@ -355,7 +355,7 @@ struct CommandTargetTests {
 
         var highest = 0
         #expect(
-            await eventually {
+            await eventually(within: 90) {
                 highest = max(highest, runner.runningCount)
                 return runner.runningCount == 0 && runner.statistics.values.allSatisfy { !$0.queued }
             })
@@ -398,16 +398,16 @@ struct CommandTargetTests {
         // One tap at a time, each after the previous run ended: only the rate limit can drop them.
         for index in 0..<15 {
             runner.submit(delivery("tap-\(index)"))
-            #expect(await eventually { runner.runningCount == 0 })
+            #expect(await eventually(within: 90) { runner.runningCount == 0 })
         }
         #expect(runner.statistics["cmd"]?.started == 10)
         #expect(runner.statistics["cmd"]?.droppedRateLimited == 5)
         // One interval (100 ms) later, one more token.
         clock.advance(by: 100_000)
         runner.submit(delivery("later-1"))
-        #expect(await eventually { runner.runningCount == 0 })
+        #expect(await eventually(within: 90) { runner.runningCount == 0 })
         runner.submit(delivery("later-2"))
-        #expect(await eventually { runner.runningCount == 0 })
+        #expect(await eventually(within: 90) { runner.runningCount == 0 })
         #expect(runner.statistics["cmd"]?.started == 11)
         #expect(runner.statistics["cmd"]?.droppedRateLimited == 6)
         await runner.shutdown(graceMicroseconds: 100_000)
@@ -440,11 +440,11 @@ struct CommandTargetTests {
         runner.submit(delivery("second"))
         #expect(runner.statistics["cmd"]?.droppedWhileRunning == 1)
         #expect(FileManager.default.createFile(atPath: gate, contents: nil))
-        #expect(await eventually { runner.statistics["cmd"]?.succeeded == 1 })
+        #expect(await eventually(within: 90) { runner.statistics["cmd"]?.succeeded == 1 })
         #expect(try lines(directory.appendingPathComponent("runs.log")) == ["first"])
         // Once it ended, the next tap runs.
         runner.submit(delivery("third"))
-        #expect(await eventually { runner.statistics["cmd"]?.succeeded == 2 })
+        #expect(await eventually(within: 90) { runner.statistics["cmd"]?.succeeded == 2 })
         #expect(try lines(directory.appendingPathComponent("runs.log")) == ["first", "third"])
         await runner.shutdown(graceMicroseconds: 100_000)
     }
@@ -465,7 +465,7 @@ struct CommandTargetTests {
         let waiting = try #require(runner.statistics["cmd"])
         #expect(waiting.queued && waiting.droppedQueueFull == 2 && waiting.started == 1)
         #expect(FileManager.default.createFile(atPath: gate, contents: nil))
-        #expect(await eventually { runner.statistics["cmd"]?.succeeded == 2 })
+        #expect(await eventually(within: 90) { runner.statistics["cmd"]?.succeeded == 2 })
         #expect(try lines(directory.appendingPathComponent("runs.log")) == ["first", "second"])
         let done = try #require(runner.statistics["cmd"])
         #expect(!done.queued && !done.running && done.started == 2)
@@ -484,13 +484,13 @@ struct CommandTargetTests {
         runner.submit(delivery("first"))
         let first = try #require(await processID(of: "cmd", in: runner))
         // Restart only once the first run is under way, or SIGTERM could end it before it logs anything.
-        #expect(await eventually { (try? lines(directory.appendingPathComponent("runs.log"))) == ["first"] })
+        #expect(await eventually(within: 90) { (try? lines(directory.appendingPathComponent("runs.log"))) == ["first"] })
         runner.submit(delivery("second"))
-        #expect(await eventually { runner.statistics["cmd"]?.terminated == 1 })
-        #expect(await eventually { ProcessStat.liveMembers(ofGroup: first).isEmpty })
+        #expect(await eventually(within: 90) { runner.statistics["cmd"]?.terminated == 1 })
+        #expect(await eventually(within: 90) { ProcessStat.liveMembers(ofGroup: first).isEmpty })
         let second = try #require(await processID(of: "cmd", in: runner))
         #expect(second != first)
-        #expect(await eventually { (try? lines(directory.appendingPathComponent("runs.log"))) == ["first", "second"] })
+        #expect(await eventually(within: 90) { (try? lines(directory.appendingPathComponent("runs.log"))) == ["first", "second"] })
         let statistics = try #require(runner.statistics["cmd"])
         #expect(statistics.started == 2 && statistics.lastTermination == .signalled(SIGTERM))
         #expect(statistics.failed == 0 && statistics.timedOut == 0)
@@ -498,7 +498,7 @@ struct CommandTargetTests {
 
         await runner.shutdown(graceMicroseconds: 100_000)
         #expect(runner.statistics["cmd"]?.terminated == 2)
-        #expect(await eventually { ProcessStat.liveMembers(ofGroup: second).isEmpty })
+        #expect(await eventually(within: 90) { ProcessStat.liveMembers(ofGroup: second).isEmpty })
     }
 
     // MARK: - Reload, stop, reaping
@@ -546,7 +546,7 @@ struct CommandTargetTests {
         runner.submit(delivery("go"))
         let pid = try #require(await processID(of: "cmd", in: runner))
         #expect(
-            await eventually { FileManager.default.fileExists(atPath: directory.appendingPathComponent("ready").path) })
+            await eventually(within: 90) { FileManager.default.fileExists(atPath: directory.appendingPathComponent("ready").path) })
 
         // Blocking form, as the input thread calls it; on a thread of its own so no task of the pool waits.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -559,7 +559,7 @@ struct CommandTargetTests {
         #expect(runner.statistics["cmd"]?.lastTermination == .signalled(SIGKILL))
         // The command itself is reaped when stop returns; the sleep it started got the same SIGKILL, which a loaded
         // machine may take a moment to carry out.
-        #expect(await eventually { ProcessStat.liveMembers(ofGroup: pid).isEmpty })
+        #expect(await eventually(within: 90) { ProcessStat.liveMembers(ofGroup: pid).isEmpty })
     }
 
     @Test func noZombiesAfterManyRuns() async throws {
@@ -571,7 +571,7 @@ struct CommandTargetTests {
         runner.configure(targets)
         for round in 0..<25 {
             runner.submit((0..<16).map { delivery("round-\(round)", target: "t\($0)") })
-            #expect(await eventually { runner.runningCount == 0 })
+            #expect(await eventually(within: 90) { runner.runningCount == 0 })
         }
         let statistics = runner.statistics.values
         #expect(statistics.reduce(0) { $0 + $1.succeeded } == 400)
@@ -648,12 +648,6 @@ private func writeScript(in directory: URL, _ name: String, _ body: String) thro
     return path
 }
 
-/// A clock the test moves by hand.
-private final class ManualClock: Sendable {
-    private let microseconds = Atomic<UInt64>(1_000_000)
-    var now: UInt64 { microseconds.load(ordering: .relaxed) }
-    func advance(by step: UInt64) { microseconds.add(step, ordering: .relaxed) }
-}
 
 private func lines(_ url: URL) throws -> [String] {
     try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map(String.init)
@@ -667,7 +661,7 @@ private func readPID(_ url: URL) -> Int32? {
 /// The process id of `target`'s running command, once it runs (within 20 seconds).
 private func processID(of target: String, in runner: CommandRunner) async -> Int32? {
     var pid: Int32?
-    _ = await eventually {
+    _ = await eventually(within: 90) {
         pid = runner.statistics[target]?.processID
         return pid != nil
     }
@@ -703,16 +697,6 @@ private func fileOffset(pid: Int32, descriptor: Int32) -> Int? {
     }
 }
 
-/// Polls `condition` every few milliseconds for up to 20 seconds.
-private func eventually(_ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + .seconds(90)
-    while clock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
 
 /// The fields of `/proc/PID/stat` the tests look at.
 private struct ProcessStat {

@@ -624,15 +624,6 @@ struct ControlServerDescriptorExhaustion {
 
 // MARK: - Helpers
 
-/// Polls `condition` every few milliseconds for up to 10 seconds.
-private func eventually(_ condition: () -> Bool) -> Bool {
-    let deadline = monotonicMicroseconds() + 10_000_000
-    while monotonicMicroseconds() < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
-}
 
 /// How many of this process's descriptors are open on `path`.
 private func openDescriptors(to path: String) -> Int {
@@ -683,11 +674,6 @@ private func runAsNobody(path: String, lines: [String]) throws -> [String] {
     return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
 }
 
-private final class ManualClock: Sendable {
-    private let now = Atomic<UInt64>(1_000_000)
-    func read() -> UInt64 { now.load(ordering: .relaxed) }
-    func advance(by microseconds: UInt64) { now.add(microseconds, ordering: .relaxed) }
-}
 
 /// A server on a fresh socket, a fake input thread and a memory log.
 private final class Harness {

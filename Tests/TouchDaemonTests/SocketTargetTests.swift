@@ -444,16 +444,6 @@ private func delivery(_ index: Int, target: String = "kiosk") -> ActionDelivery 
         timeMicroseconds: UInt64(index), contact: 0, generation: 1)
 }
 
-/// Polls `condition` every few milliseconds for up to 10 seconds.
-private func eventually(_ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + .seconds(10)
-    while clock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
 
 /// Whether the sender thread goes quiet: within 10 seconds, 50 ms pass without it going round its loop. A thread
 /// that spins never does; a loaded machine can only make a busy thread look quiet, never a quiet one look busy.

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+// Every file of this target uses the shared helpers (SeededGenerator, ManualClock, eventually).
+@_exported import TestKit
 
 @testable import TouchDaemon
 
@@ -116,22 +118,6 @@ enum TestSupport {
     }
 }
 
-/// SplitMix64: a small, fast, seedable generator, so property tests are reproducible.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A bound Unix datagram socket that receives what touchd sends: sd_notify's NOTIFY_SOCKET, journald's socket, a
 /// datagram socket target.

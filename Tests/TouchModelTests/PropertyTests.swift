@@ -1,28 +1,12 @@
+import TestKit
 import Testing
 
 @testable import TouchModel
 
-/// SplitMix64: a small, seeded, deterministic generator for the property tests.
-struct PropertyTestRandom: RandomNumberGenerator {
-    private var state: UInt64
+/// The property tests' generator: SplitMix64, shared with the daemon's tests.
+typealias PropertyTestRandom = SeededGenerator
 
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A double in 0..<1.
-    mutating func unit() -> Double {
-        Double(next() >> 11) * 0x1.0p-53
-    }
-
+extension SeededGenerator {
     /// An integer in `range`, which must not be empty.
     mutating func int(_ range: Range<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.count))
