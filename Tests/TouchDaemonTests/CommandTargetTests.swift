@@ -484,13 +484,17 @@ struct CommandTargetTests {
         runner.submit(delivery("first"))
         let first = try #require(await processID(of: "cmd", in: runner))
         // Restart only once the first run is under way, or SIGTERM could end it before it logs anything.
-        #expect(await eventually(within: 90) { (try? lines(directory.appendingPathComponent("runs.log"))) == ["first"] })
+        #expect(
+            await eventually(within: 90) { (try? lines(directory.appendingPathComponent("runs.log"))) == ["first"] })
         runner.submit(delivery("second"))
         #expect(await eventually(within: 90) { runner.statistics["cmd"]?.terminated == 1 })
         #expect(await eventually(within: 90) { ProcessStat.liveMembers(ofGroup: first).isEmpty })
         let second = try #require(await processID(of: "cmd", in: runner))
         #expect(second != first)
-        #expect(await eventually(within: 90) { (try? lines(directory.appendingPathComponent("runs.log"))) == ["first", "second"] })
+        #expect(
+            await eventually(within: 90) {
+                (try? lines(directory.appendingPathComponent("runs.log"))) == ["first", "second"]
+            })
         let statistics = try #require(runner.statistics["cmd"])
         #expect(statistics.started == 2 && statistics.lastTermination == .signalled(SIGTERM))
         #expect(statistics.failed == 0 && statistics.timedOut == 0)
@@ -546,7 +550,9 @@ struct CommandTargetTests {
         runner.submit(delivery("go"))
         let pid = try #require(await processID(of: "cmd", in: runner))
         #expect(
-            await eventually(within: 90) { FileManager.default.fileExists(atPath: directory.appendingPathComponent("ready").path) })
+            await eventually(within: 90) {
+                FileManager.default.fileExists(atPath: directory.appendingPathComponent("ready").path)
+            })
 
         // Blocking form, as the input thread calls it; on a thread of its own so no task of the pool waits.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -648,7 +654,6 @@ private func writeScript(in directory: URL, _ name: String, _ body: String) thro
     return path
 }
 
-
 private func lines(_ url: URL) throws -> [String] {
     try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map(String.init)
 }
@@ -696,7 +701,6 @@ private func fileOffset(pid: Int32, descriptor: Int32) -> Int? {
         Int($0.dropFirst(4).trimmingCharacters(in: .whitespaces))
     }
 }
-
 
 /// The fields of `/proc/PID/stat` the tests look at.
 private struct ProcessStat {

@@ -624,7 +624,6 @@ struct ControlServerDescriptorExhaustion {
 
 // MARK: - Helpers
 
-
 /// How many of this process's descriptors are open on `path`.
 private func openDescriptors(to path: String) -> Int {
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
@@ -673,7 +672,6 @@ private func runAsNobody(path: String, lines: [String]) throws -> [String] {
     process.waitUntilExit()
     return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
 }
-
 
 /// A server on a fresh socket, a fake input thread and a memory log.
 private final class Harness {

@@ -444,7 +444,6 @@ private func delivery(_ index: Int, target: String = "kiosk") -> ActionDelivery 
         timeMicroseconds: UInt64(index), contact: 0, generation: 1)
 }
 
-
 /// Whether the sender thread goes quiet: within 10 seconds, 50 ms pass without it going round its loop. A thread
 /// that spins never does; a loaded machine can only make a busy thread look quiet, never a quiet one look busy.
 private func settles(_ sender: SocketTargetSender) async -> Bool {

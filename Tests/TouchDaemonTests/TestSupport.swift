@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 // Every file of this target uses the shared helpers (SeededGenerator, ManualClock, eventually).
 @_exported import TestKit
+import Testing
 
 @testable import TouchDaemon
 
@@ -117,7 +117,6 @@ enum TestSupport {
         }
     }
 }
-
 
 /// A bound Unix datagram socket that receives what touchd sends: sd_notify's NOTIFY_SOCKET, journald's socket, a
 /// datagram socket target.
