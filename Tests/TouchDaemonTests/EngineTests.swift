@@ -350,7 +350,7 @@ struct EngineTests {
         driver.now += 500_000
         let lost = driver.engine.handle(
             [
-                .eventsLost,
+                .eventsLost(device: nil),
                 .touch(TouchEvent(device: 1, kind: .up, seatSlot: 0, slot: 0, time: driver.now)),
                 .touch(TouchEvent(device: 1, kind: .frame, seatSlot: -1, slot: -1, time: driver.now)),
             ], now: driver.now)

@@ -207,6 +207,26 @@ struct TouchRouterTests {
         #expect(CoordinateMapper(output: output).map(x: 0.25, y: 0.1) == expected)
     }
 
+    /// D5: lost events cancel the contacts of the device that lost them (of every device when unknown) and orphan
+    /// them until they lift; the other device's contact goes on.
+    @Test func lostEventsCancelAndOrphanTheDevicesContacts() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        _ = router.handle(.deviceAdded(Self.device(2, name: "other")), now: 0)
+        _ = router.handle(Self.touch(.down, device: 1, slot: 0, x: 0.5, y: 0.5), now: 0)
+        _ = router.handle(Self.touch(.frame, device: 1, slot: -1), now: 0)
+        _ = router.handle(Self.touch(.down, device: 2, slot: 1, x: 0.5, y: 0.5), now: 0)
+        _ = router.handle(Self.touch(.frame, device: 2, slot: -1), now: 0)
+        let lost = Self.frames(router.handle(.eventsLost(device: 1), now: 5))
+        #expect(lost.map(\.samples) == [[.cancelled(0)]])
+        #expect(router.activeContacts == [1])
+        _ = router.handle(Self.touch(.up, device: 1, slot: 0), now: 6)
+        #expect(router.handle(Self.touch(.frame, device: 1, slot: -1), now: 6).isEmpty)
+        // Unknown device (live input): every contact still down.
+        #expect(Self.frames(router.handle(.eventsLost(device: nil), now: 7)).map(\.samples) == [[.cancelled(1)]])
+        #expect(router.activeContacts.isEmpty)
+    }
+
     @Test func reloadReportsDevicesWhoseUseChanged() {
         var router = TouchRouter(output: Self.output, allowList: [])
         _ = router.handle(.deviceAdded(Self.device(1)), now: 0)

@@ -115,8 +115,10 @@ struct Engine {
         var effects: [Effect] = []
         for event in events {
             if case .eventsLost = event {
-                eventsLost(now: now, into: &effects)
-                continue
+                effects.append(
+                    .log(
+                        .warning, "input events were lost (SYN_DROPPED); contacts that were down are cancelled",
+                        ["contacts": "\(router.activeContacts.count)"]))
             }
             for note in router.handle(event, now: now) {
                 switch note {
@@ -188,18 +190,6 @@ struct Engine {
         ]
         cancel(contacts, now: now, into: &effects)
         return effects
-    }
-
-    /// After SYN_DROPPED (fault-cases.md D5): the contacts that were down end with touchCancel and the router drops
-    /// the rest of them, lift included. libinput's resync reports a lift without the motion that was lost, so a drag
-    /// that ended far outside a control would otherwise end as a tap inside it.
-    private mutating func eventsLost(now: UInt64, into effects: inout [Effect]) {
-        let contacts = router.orphanActiveContacts()
-        effects.append(
-            .log(
-                .warning, "input events were lost (SYN_DROPPED); contacts that were down are cancelled",
-                ["contacts": "\(contacts.count)"]))
-        cancel(contacts, now: now, into: &effects)
     }
 
     /// Takes the touchscreens udev knows that libinput did not take as one: says once per device which cannot be

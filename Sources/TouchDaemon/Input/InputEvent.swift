@@ -66,8 +66,9 @@ enum InputEvent: Hashable, Sendable {
     case deviceAdded(DeviceInfo)
     case deviceRemoved(id: Int)
     case touch(TouchEvent)
-    /// The kernel dropped events (SYN_DROPPED) before the events that follow: libinput resynced the device's state,
-    /// but the motion in between is gone, so a contact that was down may report a lift at a stale position.
-    /// Comes first in the batch read by the dispatch that noticed it.
-    case eventsLost
+    /// The kernel dropped events (SYN_DROPPED) before the events that follow: the device's state was resynced, but
+    /// the motion in between is gone, so a contact that was down may report a lift at a stale position. `device`:
+    /// whose events, when known (a recording knows; libinput's log line does not say, so live input gives nil:
+    /// every device). Live, it comes first in the batch read by the dispatch that noticed it.
+    case eventsLost(device: Int?)
 }

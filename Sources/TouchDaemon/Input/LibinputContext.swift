@@ -158,7 +158,7 @@ final class LibinputContext {
         }
         var events: [InputEvent] = []
         // libinput logs SYN_DROPPED while it reads the device, before it queues the resynced events.
-        if relay.synDropped.load(ordering: .relaxed) != droppedBefore { events.append(.eventsLost) }
+        if relay.synDropped.load(ordering: .relaxed) != droppedBefore { events.append(.eventsLost(device: nil)) }
         while let event = libinput_get_event(libinput) {
             defer { libinput_event_destroy(event) }
             if let decoded = decode(event) { events.append(decoded) }

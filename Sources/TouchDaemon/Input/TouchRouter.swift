@@ -80,9 +80,24 @@ struct TouchRouter {
             return notes
         case .touch(let touch):
             return handle(touch)
-        case .eventsLost:
-            // The engine decides what lost events mean for the contacts (it orphans them); nothing to route.
-            return []
+        case .eventsLost(let device):
+            return eventsLost(device: device, now: now)
+        }
+    }
+
+    /// After SYN_DROPPED (fault-cases.md D5): the contacts that were down on `device` (every device when nil) end
+    /// with a frame of cancellations, one per device, and are orphaned: their further motion and their lift are
+    /// dropped. The resync reports a lift without the lost motion, so a drag that ended far outside a control would
+    /// otherwise end as a tap inside it. The same for live input and for recordings, so they cannot disagree.
+    private mutating func eventsLost(device: Int?, now: UInt64) -> [Note] {
+        var byDevice: [Int: [ContactSample]] = [:]
+        for contact in activeContacts {
+            guard let owner = active[contact], device == nil || owner == device else { continue }
+            orphaned.insert(contact)
+            byDevice[owner, default: []].append(.cancelled(contact))
+        }
+        return byDevice.keys.sorted().compactMap { id in
+            known[id].map { .frame(Frame(time: Instant(microseconds: now), samples: byDevice[id]!), device: $0) }
         }
     }
 

@@ -383,15 +383,9 @@ enum LibinputRecording {
                     }
                     singleTouchDown = value != 0
                 case (Code.synType, Code.synDropped):
-                    // The kernel dropped events: every contact's state is unknown, so cancel them all.
-                    var touches: [InputEvent] = []
-                    var mask = active
-                    while mask != 0 {
-                        let slot = mask.trailingZeroBitCount
-                        mask &= mask - 1
-                        touches.append(touch(.cancel, slot, time))
-                    }
-                    if !touches.isEmpty { result.groups.append(Group(time: time, events: touches + [frame(time)])) }
+                    // The kernel dropped events: every contact's state is unknown. The router cancels them, as it
+                    // does for live input.
+                    if active != 0 { result.groups.append(Group(time: time, events: [.eventsLost(device: index)])) }
                     var reset = active | changed
                     while reset != 0 {
                         let slot = reset.trailingZeroBitCount
