@@ -14,6 +14,7 @@ enum Check: String, CaseIterable {
     case replugWorks = "replug-works"
     case singleTouchDevice = "single-touch-device"
     case protocolADevice = "protocol-a-device"
+    case replayMatchesRun = "replay-matches-run"
     case unusableTouchscreen = "unusable-touchscreen-status"
     case otherSeatIgnored = "other-seat-ignored"
     case synDroppedEndsOnce = "syn-dropped-ends-once"

@@ -58,6 +58,7 @@ final class Scenario {
             try edgeSwipe()
             try unplugMidTouch()
             try replug()
+            try recordAndReplay()
             try singleTouchScreen()
             try protocolAScreen()
             try unusableTouchscreen()

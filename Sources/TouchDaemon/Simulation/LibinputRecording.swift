@@ -106,6 +106,13 @@ enum LibinputRecording {
                 info.touchCount = decoded.isTouch ? decoded.slotCount : 0
                 input.devices.append(info)
                 input.groups += decoded.groups
+                if decoded.unplacedTouches > 0 {
+                    let milliseconds = decoded.firstUnplacedTime.microseconds / 1000
+                    noted?(
+                        "device \(index): \(decoded.unplacedTouches) touches began without a position and were left "
+                            + "out (the first at \(milliseconds) ms): the kernel had reported where they are before the "
+                            + "recording started; start `libinput record` before touching the same spot twice")
+                }
                 if decoded.ignoredEvents > 0 {
                     noted?(
                         "device \(index): \(decoded.ignoredEvents) events for slots outside \(decoded.slots) were "
@@ -182,6 +189,9 @@ enum LibinputRecording {
         var ignoredEvents = 0
         /// The first such slot.
         var firstIgnoredSlot = 0
+        /// Touches that began without a position (see the SYN_REPORT case), and the first one's time.
+        var unplacedTouches = 0
+        var firstUnplacedTime = Instant.zero
     }
 
     /// The facts of a recorded device that the allow-list matches on: `evdev.name`, the vendor and product of
@@ -415,6 +425,14 @@ enum LibinputRecording {
                         }
                         if state.began, let position {
                             touches.append(touch(.down, slot, time, at: position))
+                        } else if state.began {
+                            // The kernel sends an axis only when it changes, and a recording does not say where the
+                            // slot was before it started: a touch that begins where the last one before the
+                            // recording was has no position here (live, libinput knew it). Left out, and said.
+                            if result.unplacedTouches == 0 { result.firstUnplacedTime = time }
+                            result.unplacedTouches += 1
+                            state.active = false
+                            active &= ~(1 << slot)
                         } else if state.active, state.moved, !state.began, let position {
                             touches.append(touch(.motion, slot, time, at: position))
                         }
