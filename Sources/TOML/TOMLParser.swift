@@ -318,10 +318,12 @@ public struct TOMLParser {
         guard let character = current else { throw error("expected a value, saw the end of the file") }
         switch character {
         case "\"":
-            if peek(1) == "\"" && peek(2) == "\"" { return .string(try parseMultilineBasicString()) }
+            if peek(1) == "\"" && peek(2) == "\"" {
+                return .string(try parseMultilineString(quote: "\"", escapes: true))
+            }
             return .string(try parseBasicString(maximumLength: nil))
         case "'":
-            if peek(1) == "'" && peek(2) == "'" { return .string(try parseMultilineLiteralString()) }
+            if peek(1) == "'" && peek(2) == "'" { return .string(try parseMultilineString(quote: "'", escapes: false)) }
             return .string(try parseLiteralString(maximumLength: nil))
         case "[":
             return .array(try parseArray(nesting: nesting + 1, depth: depth + 1))
@@ -432,41 +434,24 @@ public struct TOMLParser {
 
     /// `"…"` with escapes; `maximumLength` bounds keys.
     private mutating func parseBasicString(maximumLength: Int?) throws(TOMLError) -> String {
-        let start = position
-        index += 1
-        var result = String.UnicodeScalarView()
-        while true {
-            guard let character = current else { throw TOMLError(start, "unterminated string") }
-            if character == "\"" {
-                index += 1
-                return String(result)
-            }
-            if character == "\n" || character == "\r" {
-                throw TOMLError(start, "unterminated string: a single-line string cannot span lines")
-            }
-            if let maximumLength, result.count >= maximumLength {
-                throw TOMLError(start, "a key longer than \(maximumLength) characters")
-            }
-            if character == "\\" {
-                result.append(try parseEscape())
-                continue
-            }
-            if isForbiddenControl(character) {
-                throw error("\(describe(character)) is not allowed in a string (write it as an escape)")
-            }
-            result.append(character)
-            index += 1
-        }
+        try parseString(quote: "\"", escapes: true, maximumLength: maximumLength)
     }
 
     /// `'…'`: no escapes.
     private mutating func parseLiteralString(maximumLength: Int?) throws(TOMLError) -> String {
+        try parseString(quote: "'", escapes: false, maximumLength: maximumLength)
+    }
+
+    /// A single-line string from its opening quote.
+    private mutating func parseString(
+        quote: Unicode.Scalar, escapes: Bool, maximumLength: Int?
+    ) throws(TOMLError) -> String {
         let start = position
         index += 1
         var result = String.UnicodeScalarView()
         while true {
             guard let character = current else { throw TOMLError(start, "unterminated string") }
-            if character == "'" {
+            if character == quote {
                 index += 1
                 return String(result)
             }
@@ -476,35 +461,38 @@ public struct TOMLParser {
             if let maximumLength, result.count >= maximumLength {
                 throw TOMLError(start, "a key longer than \(maximumLength) characters")
             }
-            if isForbiddenControl(character) {
-                throw error("\(describe(character)) is not allowed in a literal string")
+            if escapes && character == "\\" {
+                result.append(try parseEscape())
+                continue
             }
+            try checkAllowedInString(character, escapes: escapes)
             result.append(character)
             index += 1
         }
     }
 
-    /// `"""…"""`: escapes, line breaks, a backslash at the end of a line trims up to the next text.
-    private mutating func parseMultilineBasicString() throws(TOMLError) -> String {
+    /// A multi-line string from its opening delimiter: `"""` with escapes (a backslash at the end of a line trims up
+    /// to the next text) or `'''` without. Line breaks are kept (a CRLF as LF), but one right after the opening.
+    private mutating func parseMultilineString(quote: Unicode.Scalar, escapes: Bool) throws(TOMLError) -> String {
         let start = position
         index += 3
         if atNewline { try consumeNewline() }
         var result = String.UnicodeScalarView()
         while true {
             guard let character = current else { throw TOMLError(start, "unterminated multi-line string") }
-            if character == "\"" && peek(1) == "\"" && peek(2) == "\"" {
+            if character == quote && peek(1) == quote && peek(2) == quote {
                 // Up to two more quotes belong to the content: `""""a"""""`.
                 var quotes = 3
-                while peek(quotes) == "\"" { quotes += 1 }
+                while peek(quotes) == quote { quotes += 1 }
                 guard quotes <= 5 else {
                     index += 5
                     throw error("too many quotes at the end of a multi-line string")
                 }
-                for _ in 3..<quotes { result.append("\"") }
+                for _ in 3..<quotes { result.append(quote) }
                 index += quotes
                 return String(result)
             }
-            if character == "\\" {
+            if escapes && character == "\\" {
                 // A line-ending backslash: skip whitespace and line breaks up to the next text.
                 var lookahead = 1
                 while peek(lookahead) == " " || peek(lookahead) == "\t" { lookahead += 1 }
@@ -525,44 +513,19 @@ public struct TOMLParser {
                 result.append("\n")
                 continue
             }
-            if isForbiddenControl(character) {
-                throw error("\(describe(character)) is not allowed in a string (write it as an escape)")
-            }
+            try checkAllowedInString(character, escapes: escapes)
             result.append(character)
             index += 1
         }
     }
 
-    /// `'''…'''`: no escapes, line breaks kept.
-    private mutating func parseMultilineLiteralString() throws(TOMLError) -> String {
-        let start = position
-        index += 3
-        if atNewline { try consumeNewline() }
-        var result = String.UnicodeScalarView()
-        while true {
-            guard let character = current else { throw TOMLError(start, "unterminated multi-line string") }
-            if character == "'" && peek(1) == "'" && peek(2) == "'" {
-                var quotes = 3
-                while peek(quotes) == "'" { quotes += 1 }
-                guard quotes <= 5 else {
-                    index += 5
-                    throw error("too many quotes at the end of a multi-line string")
-                }
-                for _ in 3..<quotes { result.append("'") }
-                index += quotes
-                return String(result)
-            }
-            if atNewline {
-                try consumeNewline()
-                result.append("\n")
-                continue
-            }
-            if isForbiddenControl(character) {
-                throw error("\(describe(character)) is not allowed in a literal string")
-            }
-            result.append(character)
-            index += 1
-        }
+    /// Control characters (but tab) cannot stand in a string as they are; a basic string can escape them.
+    private func checkAllowedInString(_ character: Unicode.Scalar, escapes: Bool) throws(TOMLError) {
+        guard isForbiddenControl(character) else { return }
+        throw error(
+            escapes
+                ? "\(describe(character)) is not allowed in a string (write it as an escape)"
+                : "\(describe(character)) is not allowed in a literal string")
     }
 
     /// An escape sequence from its backslash.
