@@ -114,13 +114,18 @@ struct Engine {
     mutating func handle(_ events: [InputEvent], now: UInt64) -> [Effect] {
         var effects: [Effect] = []
         for event in events {
+            let notes = router.handle(event, now: now)
             if case .eventsLost = event {
+                // The router answers with the cancellations (fault-cases.md D5); say so before they go out.
+                let cancelled = notes.reduce(0) { count, note in
+                    if case .frame(let frame, _) = note { count + frame.samples.count } else { count }
+                }
                 effects.append(
                     .log(
                         .warning, "input events were lost (SYN_DROPPED); contacts that were down are cancelled",
-                        ["contacts": "\(router.activeContacts.count)"]))
+                        ["contacts": "\(cancelled)"]))
             }
-            for note in router.handle(event, now: now) {
+            for note in notes {
                 switch note {
                 case .frame(let frame, let device):
                     statistics.frames &+= 1
