@@ -419,6 +419,18 @@ struct EngineTests {
         #expect(Self.responses(driver.tap(at: 700, 200)).isEmpty)
     }
 
+    @Test("a send naming one event thousands of times logs a bounded line")
+    func sendLogIsBounded() throws {
+        var driver = try Driver()
+        let names = Array(repeating: "touchUpInside", count: 4_000)
+        let effects = driver.request(.send(control: "b", events: names))
+        let metadata = effects.compactMap { if case .log(_, _, let metadata) = $0 { metadata } else { nil } }.first
+        let events = try #require(metadata?["events"]).description
+        #expect(events.hasSuffix("(4000 in all)"))
+        #expect(events.utf8.count < 200)
+        #expect(Engine.listForLog(["a", "b"]) == "a,b")
+    }
+
     @Test("debug lines are built only when debug logging is on")
     func debugLinesOnlyWhenAsked() throws {
         var quiet = try Driver()

@@ -90,7 +90,7 @@ extension Engine {
                     .info, "actions sent over the control socket",
                     [
                         "control.id": "\(name)", "client": "\(client)",
-                        "events": "\(eventNames.joined(separator: ","))", "actions": "\(fired)",
+                        "events": "\(Self.listForLog(eventNames))", "actions": "\(fired)",
                     ]))
             deliver(output, at: now, device: nil, fromInput: false, now: microseconds, into: &effects)
             var result = JSONLine()
@@ -126,6 +126,13 @@ extension Engine {
             subscriptions.remove(client, scene: &scene)
             effects.append(.control(.unsubscribed(client: client, id: id)))
         }
+    }
+
+    /// A client's list as a log line shows it: the first few names and how many more, since a request of 64 KiB can
+    /// repeat one valid name thousands of times.
+    static func listForLog(_ names: [String], shown: Int = 8) -> String {
+        let head = names.prefix(shown).joined(separator: ",")
+        return names.count > shown ? "\(head),… (\(names.count) in all)" : head
     }
 
     private func refuse(
