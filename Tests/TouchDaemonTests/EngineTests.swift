@@ -327,6 +327,97 @@ struct EngineTests {
         #expect(after.map(\.generation) == [2, 2])
     }
 
+    // MARK: - State across a reload (fault-cases.md C16)
+
+    /// A configuration with two screens, a slider and a button, for the carry-over tests.
+    static func screens(sliderMaximum: Int = 100, bKind: String = "button") -> String {
+        """
+        [output]
+        width = 1000
+        height = 1000
+
+        [targets.e2e]
+        socket = "/run/e2e.sock"
+        responds_to = ["a", "b", "v"]
+
+        [[screen]]
+        id = "main"
+        groups = ["all"]
+
+        [[screen]]
+        id = "other"
+        groups = ["all"]
+
+        [[group]]
+        id = "all"
+        frame = { x = 0, y = 0, width = 1000, height = 1000 }
+
+        [[control]]
+        id = "a"
+        kind = "button"
+        parent = "all"
+        frame = { x = 100, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["touchUpInside"], target = "e2e", action = "a" }]
+
+        [[control]]
+        id = "b"
+        kind = "\(bKind)"
+        parent = "all"
+        frame = { x = 600, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["touchUpInside"], target = "e2e", action = "b" }]
+
+        [[control]]
+        id = "v"
+        kind = "slider"
+        parent = "all"
+        frame = { x = 100, y = 600, width = 800, height = 100 }
+        min = 0
+        max = \(sliderMaximum)
+        value = 10
+        actions = [{ events = ["valueChanged"], target = "e2e", action = "v" }]
+
+        """
+    }
+
+    @Test("a reload keeps the screen and each control's enabled, selected and value; a restart would not")
+    func reloadCarriesState() throws {
+        var driver = try Driver(Self.screens())
+        _ = driver.plug(1)
+        _ = driver.request(.set(control: "a", enabled: false, selected: nil, value: nil))
+        _ = driver.request(.set(control: "v", enabled: nil, selected: nil, value: 90))
+        _ = driver.request(.screen("other"))
+        let reloaded = driver.engine.reload(.loaded(try Self.load(Self.screens())), path: "x.toml", now: driver.now)
+        #expect(Self.logs(reloaded, at: .info).contains("control state carried over the reload"))
+        #expect(driver.engine.scene.activeScreen == "other")
+        #expect(driver.engine.scene.control("a")?.isEnabled == false)
+        #expect(driver.engine.scene.control("v")?.value == 90)
+        // Still disabled: a tap on it sends nothing, one on b does.
+        #expect(Self.deliveries(driver.tap(at: 200, 200)).isEmpty)
+        #expect(Self.deliveries(driver.tap(at: 700, 200)) == ["b:touchUpInside"])
+    }
+
+    @Test("a value is clamped into a new range, a control whose kind changed starts from the file, and both are said")
+    func reloadClampsAndSaysWhatWasNotCarried() throws {
+        var driver = try Driver(Self.screens())
+        _ = driver.request(.set(control: "v", enabled: nil, selected: nil, value: 90))
+        _ = driver.request(.set(control: "b", enabled: false, selected: nil, value: nil))
+        _ = driver.request(.screen("other"))
+        let edited = try Self.load(Self.screens(sliderMaximum: 50, bKind: "toggle"))
+        let reloaded = driver.engine.reload(.loaded(edited), path: "x.toml", now: driver.now)
+        #expect(driver.engine.scene.control("v")?.value == 50)
+        #expect(driver.engine.scene.control("b")?.isEnabled == true)
+        let notices = Self.logs(reloaded, at: .notice)
+        #expect(notices.contains("value clamped into the control's new range"))
+        #expect(notices.contains("state not carried: the control's kind changed; it starts from the file"))
+
+        // A screen that is gone: the new file's first one is shown, and said.
+        var without = edited
+        without.screens.removeAll { $0.id == "other" }
+        let gone = driver.engine.reload(.loaded(without), path: "x.toml", now: driver.now)
+        #expect(Self.logs(gone, at: .notice).contains("the screen shown is gone with the reload"))
+        #expect(driver.engine.scene.activeScreen == "main")
+    }
+
     // MARK: - Beyond the end-to-end test
 
     @Test("after a suspend the contacts that were down are cancelled and their lift clicks nothing")

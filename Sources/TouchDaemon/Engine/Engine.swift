@@ -236,17 +236,23 @@ struct Engine {
     /// touch that began nowhere.
     mutating func reload(_ loaded: LoadOutcome, path: String, now: UInt64) -> [Effect] {
         let configuration: Configuration
-        let newScene: Scene
+        var newScene: Scene
+        var carriedNotes: [Effect] = []
         switch loaded {
         case .refused(let lines):
             return reloadFailed(lines)
         case .loaded(let candidate):
             do {
-                newScene = try candidate.makeScene()
+                // Checked as written first, so that a file that cannot work is refused whatever the running state.
+                _ = try candidate.makeScene()
+                let carried = carryingState(into: candidate)
+                newScene = try carried.configuration.makeScene()
+                configuration = carried.configuration
+                carriedNotes = carried.notes
             } catch {
                 return reloadFailed(error.problems.map { "\(path): error: \($0)" })
             }
-            configuration = candidate
+            carriedNotes += carryScreen(into: &newScene)
         }
         var effects: [Effect] = []
         cancel(router.activeContacts, now: now, into: &effects)
@@ -271,6 +277,7 @@ struct Engine {
             case .frame, .removed: break
             }
         }
+        effects += carriedNotes
         effects.append(
             .log(
                 .info, "configuration reloaded",
