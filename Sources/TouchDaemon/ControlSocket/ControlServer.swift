@@ -38,7 +38,7 @@ struct ControlServerStatistics: Hashable, Sendable {
 /// See `ControlServerLoop` for the per-connection rules.
 final class ControlServer: Sendable {
     struct Settings: Sendable {
-        /// The hello reply's `server`, e.g. `touchd/0.5.0`.
+        /// The hello reply's `server`, e.g. `touchd/0.1.0`.
         var serverName: String
         var maxClients = 32
         /// The longest request line, newline included.
