@@ -121,6 +121,23 @@ struct ControlClientTests {
         #expect(result.error == "touchd ctl: connection lost: no answer within 0.5 s\n")
         #expect(fake.finished)
     }
+
+    /// `stats --prometheus` asks for `stats` and prints exactly the exposition of its result, nothing more.
+    @Test func statsForPrometheusPrintsTheExposition() throws {
+        let fake = try FakeDaemon { connection in
+            guard connection.readLine() != nil, connection.write(Self.hello + "\n"),
+                let request = connection.readLine(), request.contains(#""type":"stats""#)
+            else { return }
+            _ = connection.write(#"{"type":"response","id":2,"ok":true,"result":"# + PrometheusTests.stats + "}\n")
+            connection.waitForClose()
+        }
+        defer { fake.tearDown() }
+        let result = try ControlSocketRunTests.ctl(["stats", "--prometheus", "--socket", fake.path, "--timeout", "30"])
+        #expect(result.status == 0, "\(result.error)")
+        let stats = try JSONValue.parse(Array(PrometheusTests.stats.utf8))
+        #expect(result.output == PrometheusExposition.text(stats: stats))
+        #expect(result.output.contains("touchd_frames_total 1200\n"))
+    }
 }
 
 /// A one-connection server on a Unix socket in a temporary directory, running `script` on its own thread.

@@ -93,8 +93,21 @@ struct CtlStats: ParsableCommand {
 
     @OptionGroup var options: CtlOptions
 
+    @Flag(help: "Print the counters in the Prometheus text format, for node_exporter's textfile collector.")
+    var prometheus = false
+
+    func validate() throws {
+        if prometheus && options.json {
+            throw ValidationError("--prometheus and --json are two output formats: give one of them")
+        }
+    }
+
     func run() throws {
-        try options.run("stats") { CtlFormat.flatten($0) }
+        try options.run("stats") { result in
+            prometheus
+                ? PrometheusExposition.text(stats: result).split(separator: "\n").map(String.init)
+                : CtlFormat.flatten(result)
+        }
     }
 }
 
