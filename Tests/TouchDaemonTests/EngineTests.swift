@@ -495,6 +495,7 @@ struct EngineTests {
             return
         }
         #expect(error.code == .unknownScreen)
+        #expect(error.message == "no screen called 'nowhere'")
 
         // A subscriber is a weak target: b's events reach it as control events, not as deliveries.
         let subscribed = Self.responses(driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["control"]))))
@@ -508,6 +509,27 @@ struct EngineTests {
         #expect(Self.responses(tap).count == 3)
         _ = driver.engine.handle(.disconnected(7), now: driver.now, edge: { EdgeStatistics() })
         #expect(Self.responses(driver.tap(at: 700, 200)).isEmpty)
+    }
+
+    @Test("an unknown name gets the closest known one when it looks like a typo, and no search when too costly")
+    func suggestions() throws {
+        var driver = try Driver(Self.screens())
+        let refusal = Self.responses(driver.request(.screen("othr")))
+        guard case .failure(_, _, let screen)? = refusal.first else {
+            Issue.record("no refusal: \(refusal)")
+            return
+        }
+        #expect(screen.message == "no screen called 'othr' (did you mean 'other'?)")
+        let event = Self.responses(driver.request(.send(control: "a", events: ["touchUpInsid"])))
+        guard case .failure(_, _, let unknownEvent)? = event.first else {
+            Issue.record("no refusal: \(event)")
+            return
+        }
+        #expect(unknownEvent.message == "no control event called 'touchUpInsid' (did you mean 'touchUpInside'?)")
+        #expect(Engine.unknown("control", "zzzz", among: ["a", "b"]) == "no control called 'zzzz'")
+        // A 4 KiB name against many controls: no search, just the refusal.
+        let long = String(repeating: "x", count: 4096)
+        #expect(Engine.unknown("control", long, among: ["x"]) == "no control called '\(long)'")
     }
 
     @Test("a send naming one event thousands of times logs a bounded line")

@@ -124,11 +124,15 @@ struct ControlSubscriptions {
         }
         let knownControls = Set(scene.controlIDs)
         if let unknown = filter.controls?.first(where: { !knownControls.contains($0) }) {
-            return .failure(ControlError(code: .unknownControl, message: "no control called '\(unknown)'"))
+            return .failure(
+                ControlError(
+                    code: .unknownControl, message: Engine.unknown("control", unknown, among: scene.controlIDs)))
         }
         let knownGestures = Set(scene.gestureIDs)
         if let unknown = filter.gestures?.first(where: { !knownGestures.contains($0) }) {
-            return .failure(ControlError(code: .unknownGesture, message: "no gesture called '\(unknown)'"))
+            return .failure(
+                ControlError(
+                    code: .unknownGesture, message: Engine.unknown("gesture", unknown, among: scene.gestureIDs)))
         }
         var controlEvents = Control.Event.allEvents
         var gestureEvents = GestureRecognizer.Event.named.reduce(into: GestureRecognizer.Event()) {
@@ -143,7 +147,9 @@ struct ControlSubscriptions {
                 } else if let event = GestureRecognizer.Event(name: name) {
                     gestureEvents.formUnion(event)
                 } else {
-                    return .failure(ControlError(code: .unknownEvent, message: "no event called '\(name)'"))
+                    let names = configuration.controlEventNames + GestureRecognizer.Event.named.map(\.name)
+                    return .failure(
+                        ControlError(code: .unknownEvent, message: Engine.unknown("event", name, among: names)))
                 }
             }
         }
@@ -192,5 +198,10 @@ extension Configuration {
     /// The control event (or mask) called `name`: UIKit's names and the `[application_events]` names.
     func controlEvent(named name: String) -> Control.Event? {
         Control.Event(name: name) ?? applicationEvents[name]
+    }
+
+    /// Every name ``controlEvent(named:)`` knows, for suggestions.
+    var controlEventNames: [String] {
+        Control.Event.namedEvents.map(\.name) + Control.Event.namedMasks.map(\.name) + applicationEvents.keys.sorted()
     }
 }

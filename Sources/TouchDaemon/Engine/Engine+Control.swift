@@ -37,7 +37,9 @@ extension Engine {
             effects.append(.control(.response(client: client, id: id, result: statsJSON(edge()))))
         case .set(let name, let enabled, let selected, let value):
             guard scene.control(name) != nil else {
-                return refuse(request, code: .unknownControl, "no control called '\(name)'", into: &effects)
+                return refuse(
+                    request, code: .unknownControl, Self.unknown("control", name, among: scene.controlIDs),
+                    into: &effects)
             }
             if let value, !value.isFinite {
                 return refuse(request, code: .invalidValue, "the value must be a finite number", into: &effects)
@@ -70,13 +72,17 @@ extension Engine {
             }
         case .send(let name, let eventNames):
             guard scene.control(name) != nil else {
-                return refuse(request, code: .unknownControl, "no control called '\(name)'", into: &effects)
+                return refuse(
+                    request, code: .unknownControl, Self.unknown("control", name, among: scene.controlIDs),
+                    into: &effects)
             }
             var events = Control.Event()
             for eventName in eventNames {
                 guard let event = configuration.controlEvent(named: eventName) else {
                     return refuse(
-                        request, code: .unknownEvent, "no control event called '\(eventName)'", into: &effects)
+                        request, code: .unknownEvent,
+                        Self.unknown("control event", eventName, among: configuration.controlEventNames), into: &effects
+                    )
                 }
                 events.formUnion(event)
             }
@@ -99,7 +105,9 @@ extension Engine {
         case .screen(let screen):
             if let screen {
                 guard scene.screenIDs.contains(screen) else {
-                    return refuse(request, code: .unknownScreen, "no screen called '\(screen)'", into: &effects)
+                    return refuse(
+                        request, code: .unknownScreen, Self.unknown("screen", screen, among: scene.screenIDs),
+                        into: &effects)
                 }
                 let changed = scene.activeScreen != screen
                 deliver(
@@ -126,6 +134,16 @@ extension Engine {
             subscriptions.remove(client, scene: &scene)
             effects.append(.control(.unsubscribed(client: client, id: id)))
         }
+    }
+
+    /// `no screen called 'paymnt' (did you mean 'payment'?)`: the refusal of an unknown name, with the closest known
+    /// one when it is close enough to be a typo. The search is skipped when it would cost too much (a client's name
+    /// may be 4 KiB, a configuration may hold 10,000 controls, and this runs on the input thread).
+    static func unknown(_ kind: String, _ name: String, among candidates: [String]) -> String {
+        let length = name.count
+        let affordable = length <= 64 && candidates.count * max(length, 1) * 64 <= 2_000_000
+        let suggestion = affordable ? closest(to: name, in: candidates) : nil
+        return "no \(kind) called '\(name)'" + (suggestion.map { " (did you mean '\($0)'?)" } ?? "")
     }
 
     /// A client's list as a log line shows it: the first few names and how many more, since a request of 64 KiB can
