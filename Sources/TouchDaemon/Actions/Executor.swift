@@ -45,7 +45,8 @@ struct Executors: Sendable {
     }
 
     /// Hands each executor its deliveries, one call each, in the order they came.
-    func submit(_ deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]) {
+    func submit<Deliveries: Collection>(_ deliveries: Deliveries)
+    where Deliveries.Element == (delivery: ActionDelivery, executor: ExecutorKind) {
         for executor in all where deliveries.contains(where: { $0.executor == executor.kind }) {
             executor.submit(deliveries.lazy.filter { $0.executor == executor.kind }.map(\.delivery))
         }

@@ -243,8 +243,8 @@ struct Engine {
             return reloadFailed(lines)
         case .loaded(let candidate):
             do {
-                // Checked as written first, so that a file that cannot work is refused whatever the running state.
-                _ = try candidate.makeScene()
+                // The carried state changes only enabled, selected and values clamped into range, so the scene
+                // builds exactly when the file as written would: a file that cannot work is still refused.
                 let carried = carryingState(into: candidate)
                 newScene = try carried.configuration.makeScene()
                 configuration = carried.configuration

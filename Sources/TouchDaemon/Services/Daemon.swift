@@ -28,8 +28,6 @@ final class Daemon {
     /// Deliveries of the current batch, handed over together by ``handOver()``: `executor` says which executor takes
     /// each, `fromInput` whether its time is an input event's (and so counts in the processing-time figures).
     private var outbox: [(delivery: ActionDelivery, executor: ExecutorKind, fromInput: Bool)] = []
-    /// The same deliveries without their provenance, as the executors take them (kept to reuse its storage).
-    private var handed: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
     private var nextWatchdog: UInt64?
     /// The control socket's server; nil when `[control_socket] enabled = false` or it could not be set up.
     let control: (any ControlChannel)?
@@ -198,9 +196,7 @@ final class Daemon {
             processing.record(now.saturatingSubtract(delivery.timeMicroseconds))
             handling.record(now.saturatingSubtract(wokeAt))
         }
-        handed.append(contentsOf: outbox.lazy.map { ($0.delivery, $0.executor) })
-        executors.submit(handed)
-        handed.removeAll(keepingCapacity: true)
+        executors.submit(outbox.lazy.map { (delivery: $0.delivery, executor: $0.executor) })
         outbox.removeAll(keepingCapacity: true)
     }
 
