@@ -128,6 +128,9 @@ public struct Control: Hashable, Sendable {
     public var target: String?
     /// The control's target-action entries.
     public var actions: TargetActionTable
+    /// Whether a touch that begins on the control also reaches the application beneath touchd's controls (filter
+    /// mode; ``Scene/Settings/app``). False makes the control touchd's alone: a dead zone, a touchd-only button.
+    public var toApp: Bool
 
     /// UIKit's defaults: 70 px drag outset, 350 ms repeat window, 45 px repeat slop.
     public static let defaultDragOutset: Double = 70
@@ -147,7 +150,8 @@ public struct Control: Hashable, Sendable {
         repeatInterval: UInt64 = Control.defaultRepeatInterval,
         repeatSlop: Double = Control.defaultRepeatSlop,
         target: String? = nil,
-        actions: TargetActionTable = TargetActionTable()
+        actions: TargetActionTable = TargetActionTable(),
+        toApp: Bool = true
     ) {
         self.id = id
         self.kind = kind
@@ -166,6 +170,7 @@ public struct Control: Hashable, Sendable {
         self.repeatSlop = repeatSlop
         self.target = target
         self.actions = actions
+        self.toApp = toApp
     }
 
     /// The event after whose dispatch primaryActionTriggered is sent.

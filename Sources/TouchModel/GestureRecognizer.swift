@@ -212,6 +212,9 @@ public struct GestureRecognizer: Hashable, Sendable {
     public var cancelsTouches: Bool
     /// UIKit's delaysTouchesEnded: a control's lift waits while the recognizer is undecided.
     public var delaysTouchesEnded: Bool
+    /// UIKit's delaysTouchesBegan, for the application beneath touchd (filter mode): its touches reach the
+    /// application only once it has failed, and never when it recognizes.
+    public var delaysTouchesBegan: Bool
     /// Recognizers that may recognize at the same time as this one (either side may say so).
     public var simultaneousWith: [String]
     /// Recognizers that must fail before this one recognizes.
@@ -222,7 +225,7 @@ public struct GestureRecognizer: Hashable, Sendable {
     public init(
         id: String, kind: Kind, fingers: Int = 1, shape: Shape? = nil, parent: String? = nil, control: String? = nil,
         cancelsTouches: Bool = true, delaysTouchesEnded: Bool = true, simultaneousWith: [String] = [],
-        requiresFailureOf: [String] = []
+        requiresFailureOf: [String] = [], delaysTouchesBegan: Bool = false
     ) {
         self.id = id
         self.kind = kind
@@ -232,6 +235,7 @@ public struct GestureRecognizer: Hashable, Sendable {
         self.control = control
         self.cancelsTouches = cancelsTouches
         self.delaysTouchesEnded = delaysTouchesEnded
+        self.delaysTouchesBegan = delaysTouchesBegan
         self.simultaneousWith = simultaneousWith
         self.requiresFailureOf = requiresFailureOf
     }

@@ -195,6 +195,8 @@ public struct Output: Hashable, Sendable {
         case action(ResolvedAction)
         /// A gesture recognizer's event; the actions it fired follow.
         case gesture(GestureEventRecord)
+        /// A change the application beneath touchd sees (filter mode only).
+        case app(AppTouchRecord)
     }
 
     public var entries: [Entry] = []
@@ -216,6 +218,13 @@ public struct Output: Hashable, Sendable {
     public var gestures: [GestureEventRecord] {
         entries.compactMap {
             if case .gesture(let record) = $0 { record } else { nil }
+        }
+    }
+
+    /// What the application saw, in order.
+    public var appTouches: [AppTouchRecord] {
+        entries.compactMap {
+            if case .app(let record) = $0 { record } else { nil }
         }
     }
 

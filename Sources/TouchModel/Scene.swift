@@ -19,10 +19,14 @@ public struct Scene: Sendable {
         /// A tracked contact that sends nothing for this long is cancelled as stuck (dust, firmware
         /// bug), in microseconds; 0 disables the check.
         public var stuckContactTimeout: UInt64
+        /// The application beneath touchd's controls (filter mode): nil when touchd only reads beside it, so no
+        /// ``Output/Entry/app(_:)`` entries are made.
+        public var app: AppSettings?
 
-        public init(maximumContacts: Int = 10, stuckContactTimeout: UInt64 = 30_000_000) {
+        public init(maximumContacts: Int = 10, stuckContactTimeout: UInt64 = 30_000_000, app: AppSettings? = nil) {
             self.maximumContacts = maximumContacts
             self.stuckContactTimeout = stuckContactTimeout
+            self.app = app
         }
     }
 
@@ -83,6 +87,8 @@ public struct Scene: Sendable {
     /// The touches that move later in the frame being handled (recognizers judge a frame's moves
     /// together).
     var movesLaterInFrame: Set<TouchSerial> = []
+    /// What the application beneath touchd sees (filter mode; SceneApp.swift).
+    var app = AppView()
 
     /// Builds a scene, or throws every inconsistency at once: duplicate ids, unknown parents,
     /// groups, screens, controls, recognizers or targets, parent cycles, invalid shapes, explicit
@@ -294,6 +300,9 @@ public struct Scene: Sendable {
             case .ended: contactEnded(sample, into: &output)
             case .cancelled: contactCancelled(sample, into: &output)
             }
+            if settings.app != nil {
+                if contacts.isEmpty { appAllLifted() } else { appContactsDown() }
+            }
         }
         return finish(output)
     }
@@ -323,10 +332,18 @@ public struct Scene: Sendable {
         }
         let serial = nextSerial
         nextSerial += 1
+        let wasIdle = contacts.isEmpty
         contacts[id] = ContactState(serial: serial, location: location, control: nil, lastActivity: now)
         // Recognizers see the touch first.
         if !recognizers.isEmpty { gesturesTouchDown(serial, contact: id, at: location, into: &output) }
-        guard let index = hitTest(location) else { return }
+        let hit = hitTest(location)
+        // The application is the view beneath every control: it learns of the touch after them.
+        defer {
+            if settings.app != nil {
+                appTouchBegan(serial, contact: id, at: location, control: hit, wasIdle: wasIdle, into: &output)
+            }
+        }
+        guard let index = hit else { return }
         if let tracked = slots[index].contact {
             output.diagnostics.append(
                 .controlBusy(control: slots[index].control.id, contact: id, trackedContact: tracked))
@@ -361,6 +378,7 @@ public struct Scene: Sendable {
             guard let current = contacts[id] else { return }
             state = current
         }
+        if settings.app != nil { appTouchMoved(state.serial, to: location, into: &output) }
         guard let index = state.control else { return }
         let control = slots[index].control
         let valueChanged = follow(index, to: location)
@@ -389,6 +407,7 @@ public struct Scene: Sendable {
             if sample.location != nil { gesturesTouchMoved(state.serial, to: state.location, into: &output) }
             gesturesTouchLifted(state.serial, into: &output)
         }
+        if settings.app != nil { appTouchLifted(state.serial, at: state.location, into: &output) }
         // Recognizing may have cancelled the control.
         guard let ended = contacts.removeValue(forKey: id), let index = ended.control else { return }
         if isLiftDelayed(ended.serial) {
@@ -411,6 +430,7 @@ public struct Scene: Sendable {
     /// Forgets a contact, cancelling its control's tracking (with the contact's last location).
     private mutating func endContact(_ id: ContactID, reason: CancelReason, into output: inout Output) {
         guard let state = contacts[id] else { return }
+        if settings.app != nil { appTouchCancelled(state.serial, into: &output) }
         if !recognizers.isEmpty { gesturesTouchCancelled(state.serial, into: &output) }
         if let index = contacts[id]?.control { cancelTracking(index, reason: reason, into: &output) }
         contacts[id] = nil

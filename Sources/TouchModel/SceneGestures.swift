@@ -177,6 +177,7 @@ extension Scene {
         }
         resetIfDone(index)
         releaseHeldLifts(into: &output)
+        if settings.app != nil { releaseAppTouches(into: &output) }
     }
 
     /// Whether a recognizer ready to recognize may do so now (uicontrol.md §8).
@@ -222,6 +223,7 @@ extension Scene {
                 drive(other, .fail, into: &output)
             }
         }
+        if settings.app != nil { appGestureRecognized(index, into: &output) }
         guard recognizers[index].recognizer.cancelsTouches else { return }
         for control in slots.indices {
             if let serial = slots[control].serial, touches.contains(serial) {

@@ -10,8 +10,8 @@ import TouchModel
 @Suite("simulate: golden output")
 struct GoldenTests {
     /// The simulation of `config/kiosk.toml` on a touch script, as `touchd simulate` prints it.
-    static func simulate(script path: String) throws -> [String] {
-        let configuration = try ConfigurationLoader.load(path: TestSupport.kioskConfig).get()
+    static func simulate(script path: String, config: String = TestSupport.kioskConfig) throws -> [String] {
+        let configuration = try ConfigurationLoader.load(path: config).get()
         let text = try String(contentsOfFile: path, encoding: .utf8)
         let frames = try TouchScript.parse(text).get()
         var simulation = try Simulation(configuration: configuration)
@@ -54,6 +54,24 @@ struct GoldenTests {
         #expect(actual == (try Self.golden("admin.jsonl")))
         #expect(
             actual.contains(#"{"type":"gesture","time_ms":3000,"gesture":"admin","state":"recognized","x":81,"y":80}"#))
+    }
+
+    /// Filter mode (docs/kiosk.md): the `app` lines say what the browser receives through the twin. Checked by hand
+    /// against SceneApp.swift's rules before it was frozen: a page tap reaches it; a second finger never does
+    /// (app_max_contacts = 1); the bezel strip never does; the admin press ends for it when recognized (a lift that
+    /// is a cancel, `cancel_with = "lift"`), not at the physical lift; the edge swipe that is recognized never
+    /// reaches it, the edge tap that fails reaches it whole at its lift; the wake touch after 60 s is swallowed.
+    @Test("examples/filter.touch on config/filter-kiosk.toml")
+    func filter() throws {
+        let actual = try Self.simulate(
+            script: TestSupport.packageRoot.appendingPathComponent("examples/filter.touch").path,
+            config: TestSupport.packageRoot.appendingPathComponent("config/filter-kiosk.toml").path)
+        #expect(actual == (try Self.golden("filter.jsonl")))
+        let app = actual.filter { $0.hasPrefix(#"{"type":"app""#) }
+        #expect(app.count == 10)
+        #expect(actual.contains(#"{"type":"app","time_ms":5000,"contact":0,"touch":"up","cancelled":true}"#))
+        #expect(!app.contains { $0.contains(#""x":1000"#) || $0.contains(#""y":1060"#) || $0.contains(#""x":10,"#) })
+        #expect(!app.contains { $0.contains(#""time_ms":70000"#) })
     }
 
     @Test(

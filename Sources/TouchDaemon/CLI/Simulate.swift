@@ -45,7 +45,7 @@ struct Simulate: ParsableCommand {
                         for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
                     case .log(_, let message, let metadata):
                         note(message, metadata)
-                    case .deliver, .control, .notify, .configureExecutors:
+                    case .deliver, .control, .notify, .configureExecutors, .filterDevices, .forward:
                         break
                     }
                 }
@@ -101,7 +101,7 @@ struct Simulate: ParsableCommand {
                     fflush(nil)  // all streams: Swift 6 refuses a reference to the global `stdout`
                 case .deliver(let delivery, let executor, _): deliveries.append((delivery, executor))
                 case .log(_, let message, let metadata): note(message, metadata)
-                case .control, .notify, .configureExecutors: break
+                case .control, .notify, .configureExecutors, .filterDevices, .forward: break
                 }
             }
             executors.submit(deliveries)

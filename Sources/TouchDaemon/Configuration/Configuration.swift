@@ -88,6 +88,30 @@ struct Configuration: Sendable {
         var maximumClients = 32
     }
 
+    /// `[filter]`: touchd between the touchscreen and the application (docs/kiosk.md).
+    struct Filter: Hashable, Sendable {
+        /// How the application's copy of a touch ends when touchd claims it.
+        enum CancelWith: String, Hashable, Sendable, CaseIterable {
+            /// A lift where the touch is: every compositor ends the touch (cage ignores libinput's cancel).
+            case lift
+            /// `MT_TOOL_PALM`: libinput's TOUCH_CANCEL, `wl_touch.cancel` for compositors that pass it on.
+            case palm
+        }
+
+        /// Grab the touchscreens touchd uses and forward what the application should see.
+        var enabled = false
+        /// The most touches the application has down at once; 0 for no limit.
+        var appMaxContacts = 0
+        /// After this long with nothing down, in microseconds, the next touch is touchd's alone; 0 never.
+        var swallowAfterIdle: UInt64 = 0
+        var cancelWith = CancelWith.lift
+
+        /// The scene's settings for the application; nil when the filter is off.
+        var app: AppSettings? {
+            enabled ? AppSettings(maximumContacts: appMaxContacts, swallowAfterIdle: swallowAfterIdle) : nil
+        }
+    }
+
     /// A gesture recognizer declaration; ``recognizer(output:tracking:)`` makes the model's.
     struct Gesture: Hashable, Sendable {
         enum Kind: String, Hashable, Sendable, CaseIterable {
@@ -115,6 +139,7 @@ struct Configuration: Sendable {
         var control: String?
         var cancelsTouches: Bool
         var delaysTouchesEnded: Bool
+        var delaysTouchesBegan = false
         var simultaneousWith: [String]
         var requiresFailureOf: [String]
         var actions: [GestureAction]
@@ -132,6 +157,7 @@ struct Configuration: Sendable {
     var devices: [DeviceMatch]
     var tracking: Tracking
     var control = ControlSocket()
+    var filter = Filter()
     var targets: [TargetDefinition]
     var applicationTarget: String?
     /// Names the configuration gives to events of the `applicationReserved` range.
@@ -154,7 +180,8 @@ struct Configuration: Sendable {
             applicationTarget: applicationTarget,
             targets: targets.map { Target(name: $0.name, respondsTo: $0.respondsTo) },
             settings: Scene.Settings(
-                maximumContacts: tracking.maximumContacts, stuckContactTimeout: tracking.stuckContactTimeout)
+                maximumContacts: tracking.maximumContacts, stuckContactTimeout: tracking.stuckContactTimeout,
+                app: filter.app)
         )
     }
 
@@ -197,7 +224,7 @@ extension Configuration.Gesture {
         var recognizer = GestureRecognizer(
             id: id, kind: model, fingers: fingers, shape: shape, parent: parent, control: control,
             cancelsTouches: cancelsTouches, delaysTouchesEnded: delaysTouchesEnded, simultaneousWith: simultaneousWith,
-            requiresFailureOf: requiresFailureOf)
+            requiresFailureOf: requiresFailureOf, delaysTouchesBegan: delaysTouchesBegan)
         for action in actions {
             let events = action.events.reduce(into: GestureRecognizer.Event()) {
                 $0.formUnion(GestureRecognizer.Event(name: $1) ?? [])

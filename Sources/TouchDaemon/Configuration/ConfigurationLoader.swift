@@ -89,6 +89,7 @@ private struct Decoder {
         let devices = root.tables("device", limit: Limits.devices).map { decodeDevice($0, bounds: bounds) }
         let tracking = decodeTracking()
         let control = decodeControlSocket()
+        let filter = decodeFilter(maximumContacts: tracking?.maximumContacts)
         let declaredTargets = decodeTargets()
         let targets = declaredTargets.compactMap(\.definition)
         // Targets with a broken definition stay known by name, so references to them do not add
@@ -122,7 +123,10 @@ private struct Decoder {
         let knownGroups = Set(groupIDs.compactMap { $0 })
 
         var groups: [Group] = []
+        /// `to_app` as each group says it; a control inherits its innermost group's.
+        var groupToApp: [String: (value: Bool, path: String)] = [:]
         for (table, id) in zip(groupTables, groupIDs) {
+            if let id, let value = table.bool("to_app") { groupToApp[id] = (value, table.keyPath("to_app")) }
             if let group = decodeGroup(table, id: id, bounds: bounds, groups: knownGroups, targets: targetsByName) {
                 groups.append(group)
             }
@@ -155,11 +159,27 @@ private struct Decoder {
         }
 
         var controls: [Control] = []
+        /// Where each control's `to_app = false` comes from (its own key or a group's), for the filter's checks.
+        var deadZoneSource: [String: String] = [:]
+        let parentOf = Dictionary(groups.map { ($0.id, $0.parent) }, uniquingKeysWith: { first, _ in first })
         for (table, id) in zip(controlTables, controlIDs) {
-            if let control = decodeControl(
+            let ownToApp = table.bool("to_app").map { (value: $0, path: table.keyPath("to_app")) }
+            if var control = decodeControl(
                 table, id: id, bounds: bounds, tracking: tracking, groups: knownGroups, targets: targetsByName,
                 applicationEvents: applicationEvents)
             {
+                var inherited: (value: Bool, path: String)?
+                var next = control.parent
+                var steps = 0
+                while inherited == nil, let group = next, steps <= groups.count {
+                    inherited = groupToApp[group]
+                    next = parentOf[group] ?? nil
+                    steps += 1
+                }
+                if let toApp = ownToApp ?? inherited {
+                    control.toApp = toApp.value
+                    if !toApp.value { deadZoneSource[control.id] = toApp.path }
+                }
                 controls.append(control)
             }
         }
@@ -179,12 +199,15 @@ private struct Decoder {
         reportCycles(
             gestures.map { ($0.id, $0.requiresFailureOf) }, key: "requires_failure_of", kind: "gesture",
             tables: tablesByID(gestureIDs, gestureTables))
+        checkFilterKeys(
+            filter: filter, deadZones: deadZoneSource, gestures: gestures,
+            gestureTables: tablesByID(gestureIDs, gestureTables))
         root.finish()
 
         guard let output, let tracking else { return nil }
         return Configuration(
             output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
-            targets: targets,
+            filter: filter, targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
             groups: groups, controls: controls, gestures: gestures, warnings: warnings.warnings)
     }
@@ -304,6 +327,61 @@ private struct Decoder {
             return nil
         }
         return table.integer(key, in: 0...0xFFFF)
+    }
+
+    private func decodeFilter(maximumContacts: Int?) -> Configuration.Filter {
+        var filter = Configuration.Filter()
+        guard let table = root.table("filter") else { return filter }
+        defer { table.finish() }
+        if let value = table.bool("enabled") { filter.enabled = value }
+        if let value = table.integer("app_max_contacts", in: 0...32) {
+            filter.appMaxContacts = value
+            if let maximumContacts, value > maximumContacts {
+                warnings.report(
+                    table.keyPath("app_max_contacts"),
+                    "\(value) is more than [tracking] max_contacts (\(maximumContacts)): touchd ignores contacts"
+                        + " beyond \(maximumContacts), so the application never has more")
+            }
+        }
+        if let value = table.number("swallow_after_idle_s", in: 0...86_400) {
+            // In range and finite, so the product is at most 8.64e10 and converts exactly.
+            filter.swallowAfterIdle = UInt64((value * 1_000_000).rounded())
+        }
+        if let value = table.choice("cancel_with", Configuration.Filter.CancelWith.allCases.map(\.rawValue)) {
+            filter.cancelWith = Configuration.Filter.CancelWith(rawValue: value) ?? .lift
+        }
+        return filter
+    }
+
+    /// `to_app` and `delays_touches_began` only mean something in filter mode; a setting that can make no
+    /// difference is a mistake worth naming (docs/kiosk.md).
+    private func checkFilterKeys(
+        filter: Configuration.Filter, deadZones: [String: String], gestures: [Configuration.Gesture],
+        gestureTables: [String: TableReader]
+    ) {
+        let delaying = gestures.filter(\.delaysTouchesBegan)
+        guard filter.enabled else {
+            for path in deadZones.values.sorted() {
+                warnings.report(path, "to_app = false has no effect: [filter] enabled is not true")
+            }
+            for gesture in delaying {
+                if let table = gestureTables[gesture.id] {
+                    warnings.report(
+                        table.keyPath("delays_touches_began"),
+                        "delays_touches_began has no effect: [filter] enabled is not true")
+                }
+            }
+            return
+        }
+        for gesture in delaying {
+            guard let control = gesture.control, deadZones[control] != nil, gesture.shape == nil,
+                let table = gestureTables[gesture.id]
+            else { continue }
+            table.report(
+                "delays_touches_began",
+                "makes no difference: control \(control) has to_app = false, so its touches never reach the"
+                    + " application; remove delays_touches_began or set to_app = true on \(control)")
+        }
     }
 
     private func decodeTracking() -> Configuration.Tracking? {
@@ -737,6 +815,7 @@ private struct Decoder {
         let edgeMargin = table.number("edge_margin", in: 1...1_000) ?? 30
         let cancelsTouches = table.bool("cancels_touches") ?? true
         let delaysTouchesEnded = table.bool("delays_touches_ended") ?? true
+        let delaysTouchesBegan = table.bool("delays_touches_began") ?? false
 
         var actions: [Configuration.GestureAction] = []
         for action in table.tables("actions", limit: Limits.actionsPerControl) {
@@ -757,7 +836,7 @@ private struct Decoder {
             maximumDuration: maximumDuration, allowableMovement: allowableMovement, minimumDistance: minimumDistance,
             directions: directions, edge: edge, edgeMargin: edgeMargin, shape: shape ?? nil, parent: parent,
             control: control, cancelsTouches: cancelsTouches, delaysTouchesEnded: delaysTouchesEnded,
-            simultaneousWith: relations[0], requiresFailureOf: relations[1], actions: actions)
+            delaysTouchesBegan: delaysTouchesBegan, simultaneousWith: relations[0], requiresFailureOf: relations[1], actions: actions)
     }
 
     // MARK: - Shapes

@@ -3,6 +3,11 @@ import TouchModel
 
 /// What the daemon must do, as a value: the engine decides, the loop around it does it.
 enum Effect: Sendable {
+    /// Filter mode: grab exactly these touchscreens and give each a twin; release every other grab and remove its
+    /// twin (an empty list turns the filter off). The loop answers with ``Engine/filterApplied(_:)``.
+    case filterDevices([DeviceInfo], cancelWith: Configuration.Filter.CancelWith)
+    /// Filter mode: one frame of what the application sees, for a touchscreen's twin.
+    case forward(TwinFrame)
     /// Hand an action to its target's executor. `fromInput`: it was caused by an input event (so its time is a
     /// kernel timestamp and it counts in the processing-latency figures).
     case deliver(ActionDelivery, executor: ExecutorKind, fromInput: Bool)
@@ -90,6 +95,8 @@ struct Engine {
     private var diagnosticLimit = RateLimit()
     /// The status systemd was last told.
     private var lastStatus: String?
+    /// Filter mode: which touchscreens are grabbed and twinned, and which twin each application touch is on.
+    var filter = FilterState()
     /// Set when a device came, went or was left out, so the status is rebuilt only then, not on every touch.
     private var devicesChanged = false
 
@@ -159,7 +166,10 @@ struct Engine {
                 }
             }
         }
-        if devicesChanged { statusIfChanged(into: &effects) }
+        if devicesChanged {
+            planFilter(into: &effects)
+            statusIfChanged(into: &effects)
+        }
         return effects
     }
 
@@ -224,6 +234,7 @@ struct Engine {
     mutating func started() -> [Effect] {
         var effects: [Effect] = []
         if router.touchscreens.isEmpty { effects.append(waitingLine) }
+        planFilter(into: &effects)
         lastStatus = status
         effects.append(.notify(.ready(status: status)))
         effects.append(.log(.info, "ready", ["status": "\(status)", MessageID.metadataKey: "\(MessageID.ready)"]))
@@ -258,6 +269,8 @@ struct Engine {
         cancel(router.activeContacts, now: now, into: &effects)
         let previousControl = self.configuration.control
         self.configuration = configuration
+        // The wake touch counts from the last lift, not from the reload.
+        newScene.appIdleSince = scene.appIdleSince
         scene = newScene
         nextDeadline = nil
         generation += 1
@@ -278,6 +291,7 @@ struct Engine {
             }
         }
         effects += carriedNotes
+        planFilter(into: &effects)
         effects.append(
             .log(
                 .info, "configuration reloaded",
@@ -332,6 +346,7 @@ struct Engine {
         default: text = "\(screens.count) touchscreens: \(screens.map(\.name).joined(separator: ", "))"
         }
         if let controlProblem { text += "; \(controlProblem)" }
+        if let filterStatus { text += "; \(filterStatus)" }
         if !unusable.isEmpty {
             text += "; not usable: " + unusable.map { "\($0.name) (\($0.sysname))" }.joined(separator: ", ")
         }
@@ -339,7 +354,7 @@ struct Engine {
     }
 
     /// Tells systemd the status when it changed since it was last told (devices come and go).
-    private mutating func statusIfChanged(into effects: inout [Effect]) {
+    mutating func statusIfChanged(into effects: inout [Effect]) {
         devicesChanged = false
         guard let last = lastStatus else { return }  // not started yet: READY=1 carries the first status
         let current = status
@@ -370,6 +385,8 @@ struct Engine {
     ) {
         nextDeadline = output.nextDeadline
         if observesOutput { effects.append(.output(output, at: time)) }
+        var appRecords: [AppTouchRecord] = []
+        defer { forward(appRecords, into: &effects) }
         for entry in output.entries {
             switch entry {
             case .event(let record):
@@ -393,6 +410,8 @@ struct Engine {
                             "state": "\(record.state.rawValue)",
                             "contacts": "\(record.contacts.map(String.init).joined(separator: ","))",
                         ]))
+            case .app(let record):
+                appRecords.append(record)
             case .action(let action):
                 if let event = ControlSubscriptions.event(
                     for: action, configuration: configuration, device: device?.sysname, generation: generation)

@@ -20,12 +20,16 @@ final class LibinputContext {
     private let udev: OpaquePointer
     private let libinput: OpaquePointer
     private let relay: LogRelay
+    /// The descriptors touchd opened for libinput, and the twins' nodes it must never open (filter mode).
+    let nodes: DeviceNodes
+    /// Filter mode: the grabbed touchscreens and their twins, by touchd's device id.
+    var filtered: [Int: (evdev: OpaquePointer, twin: Twin)] = [:]
     /// A udev monitor of the input subsystem, for diagnostics only: libinput has its own, but says nothing about a
     /// touchscreen it refuses (fault-cases.md D12), so touchd watches for input devices coming and going and compares
     /// udev's touchscreens with libinput's. Nil when it could not be set up (touch input works the same without it).
     private let monitor: OpaquePointer?
     /// The devices libinput announced and has not removed yet, each holding one reference.
-    private var devices: [OpaquePointer: DeviceInfo] = [:]
+    private(set) var devices: [OpaquePointer: DeviceInfo] = [:]
     private var nextDeviceID = 1
 
     /// The seat whose devices this context reads.
@@ -43,14 +47,20 @@ final class LibinputContext {
         guard let udev = udev_new() else {
             throw InputError(description: "cannot create a udev context: \(Self.errnoText())")
         }
-        let relay = LogRelay(logger: logger)
-        guard let libinput = libinput_udev_create_context(libinputInterface, nil, udev) else {
+        let nodes = DeviceNodes()
+        let relay = LogRelay(logger: logger, nodes: nodes)
+        guard
+            // The nodes object outlives the context: this object holds it and unrefs the context in deinit.
+            let libinput = libinput_udev_create_context(
+                libinputInterface, Unmanaged.passUnretained(nodes).toOpaque(), udev)
+        else {
             udev_unref(udev)
             throw InputError(description: "cannot create a libinput context")
         }
         self.udev = udev
         self.libinput = libinput
         self.relay = relay
+        self.nodes = nodes
         self.seat = seat
         self.monitor = Self.makeMonitor(udev)
         // libinput calls the log handler with the context; the relay is found through its user data. The relay lives
@@ -68,6 +78,7 @@ final class LibinputContext {
     }
 
     deinit {
+        releaseFilter()
         if let monitor { udev_monitor_unref(monitor) }
         for device in devices.keys { libinput_device_unref(device) }
         libinput_unref(libinput)
@@ -117,6 +128,8 @@ final class LibinputContext {
             let deviceSeat = udev_device_get_property_value(device, "ID_SEAT").map { String(cString: $0) } ?? "seat0"
             guard deviceSeat == seat, let sysnamePointer = udev_device_get_sysname(device) else { continue }
             let sysname = String(cString: sysnamePointer)
+            // touchd's own twins are touchscreens libinput in touchd never opens, on purpose.
+            if let node = udev_device_get_devnode(device), nodes.twins.contains(String(cString: node)) { continue }
             let reason: String
             if let info = known[sysname] {
                 guard !info.isTouchscreen else { continue }
@@ -260,14 +273,17 @@ final class LibinputContext {
 
 /// Carries libinput's log messages into touchd's log. Reached from libinput's C callback through the context's user
 /// data, on the thread that called into libinput.
-private final class LogRelay: Sendable {
+private final class LogRelay: @unchecked Sendable {
     let logger: Logger
+    /// Read on the input thread only (libinput logs from the thread that calls into it).
+    let nodes: DeviceNodes
     let lostEventWarnings = Atomic<Int>(0)
     /// SYN_DROPPED messages alone: events were lost, not only late.
     let synDropped = Atomic<Int>(0)
 
-    init(logger: Logger) {
+    init(logger: Logger, nodes: DeviceNodes) {
         self.logger = logger
+        self.nodes = nodes
     }
 
     func log(priority: libinput_log_priority, message: String) {
@@ -277,12 +293,14 @@ private final class LogRelay: Sendable {
             lostEventWarnings.add(1, ordering: .relaxed)
         }
         if text.contains("SYN_DROPPED") { synDropped.add(1, ordering: .relaxed) }
-        let level: Logger.Level
+        var level: Logger.Level
         switch priority {
         case LIBINPUT_LOG_PRIORITY_ERROR: level = .error
         case LIBINPUT_LOG_PRIORITY_INFO: level = .info
         default: level = .debug
         }
+        // libinput saying it could not open one of touchd's own twins: refused on purpose (filter mode).
+        if !nodes.twins.isEmpty, nodes.twins.contains(where: { text.contains("'\($0)'") }) { level = .debug }
         // SYN_DROPPED gets its class's id, so monitoring can count lost input whatever libinput's wording.
         let metadata: Logger.Metadata? = text.contains("SYN_DROPPED") ? MessageID.synDropped.metadata : nil
         logger.log(level: level, "libinput: \(text)", metadata: metadata)
@@ -297,19 +315,38 @@ private nonisolated(unsafe) let libinputInterface: UnsafeMutablePointer<libinput
     let interface = UnsafeMutablePointer<libinput_interface>.allocate(capacity: 1)
     interface.initialize(
         to: libinput_interface(
-            open_restricted: { path, _, _ in
+            open_restricted: { path, _, userData in
                 // libinput asks for O_RDWR; touchd only reads, so a read-only open is enough (and lets systemd's
-                // DeviceAllow=char-input r work). Never EVIOCGRAB: the kiosk's compositor needs the same events.
+                // DeviceAllow=char-input r work). Grabbed (EVIOCGRAB) only in filter mode, and only the touchscreens
+                // touchd uses, after libinput added them (LibinputContext+Filter.swift).
                 guard let path else { return -EINVAL }
+                let nodes = userData.map { Unmanaged<DeviceNodes>.fromOpaque($0).takeUnretainedValue() }
+                let node = String(cString: path)
+                // touchd's own twin: reading it would feed touchd what it forwarded.
+                if nodes?.twins.contains(node) == true { return -ENODEV }
                 let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-                return fd < 0 ? -errno : fd
+                guard fd >= 0 else { return -errno }
+                nodes?.opened[node] = fd
+                return fd
             },
-            close_restricted: { fd, _ in
+            close_restricted: { fd, userData in
+                if let userData {
+                    let nodes = Unmanaged<DeviceNodes>.fromOpaque(userData).takeUnretainedValue()
+                    nodes.opened = nodes.opened.filter { $0.value != fd }
+                }
                 close(fd)
             }
         ))
     return interface
 }()
+
+/// The device nodes libinput opened through touchd, and the twins' nodes it must not open. Reached from libinput's
+/// callbacks through the context's user data; used only on the input thread.
+final class DeviceNodes: @unchecked Sendable {
+    /// Node → the descriptor touchd returned for it.
+    var opened: [String: Int32] = [:]
+    var twins: Set<String> = []
+}
 
 /// libinput's log handler: formats the message and hands it to the context's relay.
 private let libinputLogHandler: libinput_log_handler = { libinput, priority, format, arguments in

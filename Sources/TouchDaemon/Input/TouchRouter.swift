@@ -32,6 +32,9 @@ struct TouchRouter {
     private var orphaned: Set<ContactID> = []
     /// Touch events dropped because their device is not used or their contact was orphaned.
     private(set) var droppedEvents = 0
+    /// Where each contact last went down: its device and the device's own slot (−1 on single-touch devices). Kept
+    /// after the lift, for the application's copy of a touch that outlives its contact (filter mode).
+    private var origins: [ContactID: (device: Int, slot: Int)] = [:]
 
     init(output: Configuration.Output, allowList: [Configuration.DeviceMatch]) {
         self.output = output
@@ -41,6 +44,16 @@ struct TouchRouter {
     /// The touchscreens in use, in the order they were added.
     var touchscreens: [DeviceInfo] {
         mappers.keys.sorted().compactMap { known[$0] }
+    }
+
+    /// The device and device slot where `contact` last went down.
+    func origin(of contact: ContactID) -> (device: Int, slot: Int)? {
+        origins[contact]
+    }
+
+    /// The normalised device position of an output position on `device`, as libinput reported it (filter mode).
+    func devicePosition(of point: Point, on device: Int) -> (x: Double, y: Double)? {
+        mappers[device]?.unmap(point)
     }
 
     /// The contacts that are down and known to the scene.
@@ -67,6 +80,7 @@ struct TouchRouter {
             var notes: [Note] = []
             let wasUsed = mappers.removeValue(forKey: id) != nil
             pending[id] = nil
+            origins = origins.filter { $0.value.device != id }
             let left = active.filter { $0.value == id }.map(\.key).sorted()
             var cancellations: [ContactSample] = []
             for contact in left {
@@ -151,6 +165,7 @@ struct TouchRouter {
         case .down:
             orphaned.remove(contact)
             active[contact] = touch.device
+            origins[contact] = (touch.device, touch.slot)
             append(.began(contact, at: position(touch, mapper)), for: touch.device)
         case .motion:
             guard !isOrphaned(contact) else { return [] }

@@ -38,6 +38,10 @@ enum MessageID: String, CaseIterable, Sendable, CustomStringConvertible {
     case clientOverflowed = "5716477d564646799a944170a0f21a59"
     /// touchd is stopping.
     case shutdown = "1cb89e33dfe14c62810b99c60230c317"
+    /// Filter mode: a touchscreen is grabbed and the application reads its twin.
+    case filterStarted = "3a01d02354d64113aaa1b34f8af06192"
+    /// Filter mode: a touchscreen could not be grabbed or twinned (busy, no /dev/uinput); the application reads it.
+    case filterRefused = "113504012d2c4033951c9c2834afeea5"
 
     /// The metadata key the journal handler reads the id from.
     static let metadataKey = "message_id"

@@ -56,6 +56,14 @@ final class Daemon {
 
     /// Runs until SIGTERM or SIGINT; returns the exit status.
     func run(signals: SignalChannel) -> Int32 {
+        // Filter mode grabs panels only if it can forward them (fault-cases.md F4): checked before any device opens.
+        if engine.configuration.filter.enabled, let problem = LibinputContext.uinputProblem() {
+            logger.critical(
+                "filter mode is on but touchd cannot create virtual touchscreens: \(problem)",
+                metadata: ["config": "\(configurationPath)"])
+            notifier.notify(["STATUS=filter mode refused: \(problem)", "ERRNO=\(EACCES)"])
+            return 78  // EX_CONFIG: the file asks for what this machine does not give; restarting cannot help
+        }
         let input: LibinputContext
         do {
             input = try LibinputContext(seat: engine.configuration.seat, logger: logger)
@@ -178,6 +186,16 @@ final class Daemon {
                 executors.configure(configuration)
             case .output:
                 break  // only an observer asks for it (the engine is not made with observesOutput here)
+            case .filterDevices(let devices, let cancelWith):
+                guard let input else { continue }
+                perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith)))
+            case .forward(let frame):
+                // Same loop turn as the input frame: no thread hop on the application's path.
+                if let code = input?.forward(frame) {
+                    logger.warning(
+                        "cannot forward a frame to the application",
+                        metadata: ["device": "\(frame.device)", "errno": "\(LibinputContext.errnoText(code))"])
+                }
             }
         }
     }
@@ -230,7 +248,14 @@ final class Daemon {
             // Every load, not only the first: a reload may add a command whose program is missing (C13), and the
             // file's mode may have changed since the start (C5).
             for warning in configuration.warnings { logger.warning("\(warning.formatted(path: configurationPath))") }
-            loaded = .loaded(configuration)
+            if configuration.filter.enabled, !engine.configuration.filter.enabled,
+                let problem = LibinputContext.uinputProblem()
+            {
+                // A reload that turns filter mode on is refused like a broken file: the old configuration stays.
+                loaded = .refused(["\(configurationPath): error: [filter] enabled: \(problem)"])
+            } else {
+                loaded = .loaded(configuration)
+            }
         }
         perform(engine.reload(loaded, path: configurationPath, now: monotonicMicroseconds()))
     }
@@ -249,6 +274,8 @@ final class Daemon {
         logger.info("stopping", metadata: MessageID.shutdown.metadata)
         perform(engine.stopping(now: monotonicMicroseconds()))
         handOver()
+        // The application reads the panels directly again (its twins' contacts were cancelled above).
+        input?.releaseFilter()
         // Subscribers get a shutdown line first, so they know the connection's end is not a crash.
         control?.stop(flushTimeoutMicroseconds: 500_000)
         executors.stop()

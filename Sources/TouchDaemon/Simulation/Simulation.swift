@@ -128,6 +128,21 @@ struct Simulation {
                 json.add("target", action.target)
                 json.add("responder", action.responder?.id)
                 if let value = action.value { json.add("value", value) }
+            case .app(let record):
+                // What the application beneath touchd receives through the twin (filter mode).
+                json.add("type", "app")
+                json.add("time_ms", milliseconds: record.time.microseconds)
+                json.add("contact", record.contact)
+                if record.phase == .cancel && configuration.filter.cancelWith == .lift {
+                    json.add("touch", "up")
+                    json.add("cancelled", true)
+                } else {
+                    json.add("touch", record.phase.rawValue)
+                }
+                if let location = record.location {
+                    json.add("x", location.x)
+                    json.add("y", location.y)
+                }
             }
             lines.append(json.line)
         }

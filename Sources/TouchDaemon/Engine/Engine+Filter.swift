@@ -1,0 +1,120 @@
+import Logging
+import TouchModel
+
+/// One change the application sees on a twin: a touch that goes down, moves, lifts or is cancelled.
+struct TwinChange: Hashable, Sendable {
+    /// The scene's number for the touch (unique; seat slots are reused).
+    var touch: UInt64
+    var phase: AppTouchRecord.Phase
+    /// The device's own slot where the contact went down (−1 on single-touch devices): the twin keeps it when free.
+    var slot: Int
+    /// The position normalised to 0…1 on each axis of the device, as libinput reports it (its calibration applied);
+    /// nil for lifts and cancels.
+    var x: Double?
+    var y: Double?
+}
+
+/// One evdev frame for the twin of touchscreen `device`.
+struct TwinFrame: Hashable, Sendable {
+    var device: Int
+    var changes: [TwinChange]
+}
+
+/// The filter's bookkeeping in the engine.
+struct FilterState: Sendable {
+    /// The touchscreens last handed to the loop to grab, and the cancel style, as last planned.
+    var planned: [Int] = []
+    var plannedCancel: Configuration.Filter.CancelWith?
+    /// The touchscreens that are grabbed and have a twin: only their touches are forwarded.
+    var filtered: Set<Int> = []
+    /// Touchscreens that could not be filtered, and why (shown in the status).
+    var refused: [Int: (name: String, reason: String)] = [:]
+    /// The twin each application touch is on.
+    var touchDevice: [UInt64: Int] = [:]
+}
+
+extension Engine {
+    /// Hands the loop the touchscreens to grab when that changed: the used touchscreens with `[filter] enabled`,
+    /// none without.
+    mutating func planFilter(into effects: inout [Effect]) {
+        let wanted = configuration.filter.enabled ? router.touchscreens : []
+        let cancel = configuration.filter.cancelWith
+        guard wanted.map(\.id) != filter.planned || (!wanted.isEmpty && filter.plannedCancel != cancel) else { return }
+        // A first plan with nothing to grab says nothing: the filter was never on.
+        if wanted.isEmpty && filter.plannedCancel == nil { return }
+        filter.planned = wanted.map(\.id)
+        filter.plannedCancel = cancel
+        filter.filtered.formIntersection(wanted.map(\.id))
+        filter.refused = filter.refused.filter { wanted.map(\.id).contains($0.key) }
+        effects.append(.filterDevices(wanted, cancelWith: cancel))
+    }
+
+    /// The loop's answer to ``Effect/filterDevices(_:cancelWith:)``: each touchscreen it tried, with the problem
+    /// that kept it from being grabbed and twinned (fault-cases.md F5), or nil when it is filtered now.
+    mutating func filterApplied(_ results: [(device: DeviceInfo, problem: String?)]) -> [Effect] {
+        var effects: [Effect] = []
+        for (device, problem) in results {
+            var metadata = Self.metadata(of: device)
+            if let problem {
+                filter.filtered.remove(device.id)
+                filter.refused[device.id] = (device.name, problem)
+                metadata["reason"] = "\(problem)"
+                metadata[MessageID.metadataKey] = "\(MessageID.filterRefused)"
+                effects.append(
+                    .log(
+                        .warning, "touchscreen not filtered: the application reads it directly", metadata))
+            } else {
+                filter.filtered.insert(device.id)
+                filter.refused[device.id] = nil
+                metadata[MessageID.metadataKey] = "\(MessageID.filterStarted)"
+                effects.append(.log(.info, "touchscreen filtered: the application reads its twin", metadata))
+            }
+        }
+        statusIfChanged(into: &effects)
+        return effects
+    }
+
+    /// The loop released every grab (the filter was turned off, or touchd stops).
+    var filterStatus: String? {
+        guard configuration.filter.enabled else { return nil }
+        var parts: [String] = []
+        if !filter.filtered.isEmpty { parts.append("filtering \(filter.filtered.count)") }
+        if !filter.refused.isEmpty {
+            parts.append(
+                "not filtered: "
+                    + filter.refused.keys.sorted().compactMap { filter.refused[$0] }.map { "\($0.name) (\($0.reason))" }
+                    .joined(separator: ", "))
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
+    }
+
+    /// Turns what the application sees into twin frames, one per touchscreen, in order. Touches on a touchscreen
+    /// that is not filtered reach the application directly, so nothing is forwarded for them.
+    mutating func forward(_ records: [AppTouchRecord], into effects: inout [Effect]) {
+        guard !records.isEmpty else { return }
+        var frames: [TwinFrame] = []
+        for record in records {
+            let device: Int
+            var slot = -1
+            if record.phase == .down {
+                guard let origin = router.origin(of: record.contact) else { continue }
+                device = origin.device
+                slot = origin.slot
+                filter.touchDevice[record.touch] = device
+            } else {
+                guard let known = filter.touchDevice[record.touch] else { continue }
+                device = known
+                if record.phase == .up || record.phase == .cancel { filter.touchDevice[record.touch] = nil }
+            }
+            guard filter.filtered.contains(device) else { continue }
+            let position = record.location.flatMap { router.devicePosition(of: $0, on: device) }
+            let change = TwinChange(touch: record.touch, phase: record.phase, slot: slot, x: position?.x, y: position?.y)
+            if let index = frames.firstIndex(where: { $0.device == device }) {
+                frames[index].changes.append(change)
+            } else {
+                frames.append(TwinFrame(device: device, changes: [change]))
+            }
+        }
+        effects += frames.map { .forward($0) }
+    }
+}

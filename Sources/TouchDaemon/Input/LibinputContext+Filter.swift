@@ -1,0 +1,93 @@
+import CLibinput
+import Glibc
+
+/// Filter mode's edge (docs/kiosk.md): grabbing the touchscreens touchd uses, on the descriptors libinput reads them
+/// through, and their twins.
+extension LibinputContext {
+    /// Whether this process can create uinput devices: filter mode is refused at start without it, so that touchd
+    /// never grabs a panel it cannot forward (fault-cases.md F4). Nil when it can, else why not.
+    static func uinputProblem(path: String = "/dev/uinput") -> String? {
+        let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd < 0 else {
+            close(fd)
+            return nil
+        }
+        let code = errno
+        let reason = String(cString: strerror(code))
+        switch code {
+        case EACCES, EPERM:
+            return "\(path): \(reason): touchd's user needs write access (scripts/install adds a udev rule giving it"
+                + " to the touchd-uinput group)"
+        case ENOENT, ENODEV, ENXIO:
+            return "\(path): \(reason): the uinput module is not available (modprobe uinput)"
+        default:
+            return "\(path): \(reason)"
+        }
+    }
+
+    /// Grabs exactly `devices` and gives each a twin; releases every other grab and removes its twin. Returns each
+    /// device it tried with the problem that kept it from being filtered (nil when it is).
+    func applyFilter(_ devices: [DeviceInfo], cancelWith: Configuration.Filter.CancelWith) -> [(
+        device: DeviceInfo, problem: String?
+    )] {
+        let wanted = Set(devices.map(\.id))
+        for id in filtered.keys.sorted() where !wanted.contains(id) { release(id) }
+        var results: [(device: DeviceInfo, problem: String?)] = []
+        for device in devices where filtered[device.id] == nil {
+            results.append((device, grab(device, cancelWith: cancelWith)))
+        }
+        return results
+    }
+
+    /// Forwards one frame to a twin. A failed write is logged by the caller.
+    func forward(_ frame: TwinFrame) -> Int32? {
+        filtered[frame.device]?.twin.write(frame.changes)
+    }
+
+    /// Ungrabs every touchscreen and removes the twins.
+    func releaseFilter() {
+        for id in filtered.keys.sorted() { release(id) }
+    }
+
+    private func grab(_ device: DeviceInfo, cancelWith: Configuration.Filter.CancelWith) -> String? {
+        guard let node = device.devnode, let fd = nodes.opened[node],
+            let handle = devices.first(where: { $0.value.id == device.id })?.key
+        else { return "touchd holds no descriptor for it" }
+        var evdev: OpaquePointer?
+        let created = libevdev_new_from_fd(fd, &evdev)
+        guard created == 0, let evdev else {
+            return "cannot read its capabilities: \(String(cString: strerror(created < 0 ? -created : EIO)))"
+        }
+        let grabbed = libevdev_grab(evdev, LIBEVDEV_GRAB)
+        guard grabbed == 0 else {
+            libevdev_free(evdev)
+            let code = grabbed < 0 ? -grabbed : EIO
+            return code == EBUSY
+                ? "another process has grabbed it (EBUSY)" : "cannot grab it: \(String(cString: strerror(code)))"
+        }
+        var matrix = [Float](repeating: 0, count: 6)
+        _ = libinput_device_config_calibration_get_matrix(handle, &matrix)
+        do {
+            let twin = try Twin(
+                copying: evdev, slotCount: max(device.touchCount, 1), calibration: matrix.map(Double.init),
+                cancelWith: cancelWith)
+            if let twinNode = twin.devnode { nodes.twins.insert(twinNode) }
+            filtered[device.id] = (evdev, twin)
+            return nil
+        } catch {
+            libevdev_grab(evdev, LIBEVDEV_UNGRAB)
+            libevdev_free(evdev)
+            return error.description
+        }
+    }
+
+    private func release(_ id: Int) {
+        guard let (evdev, twin) = filtered.removeValue(forKey: id) else { return }
+        // The descriptor may be closed already (the device went away): the grab went with it.
+        if nodes.opened.values.contains(libevdev_get_fd(evdev)) { libevdev_grab(evdev, LIBEVDEV_UNGRAB) }
+        libevdev_free(evdev)
+        if let node = twin.devnode { nodes.twins.remove(node) }
+        // Removing the virtual device makes the compositor cancel what the application still had down.
+        _ = twin
+    }
+}

@@ -1,0 +1,200 @@
+import CLibinput
+import Glibc
+
+/// Filter mode's virtual touchscreen: a uinput copy of one grabbed touchscreen (name, ids, properties, axes with their
+/// ranges and resolutions, slots), so that the compositor and udev treat it as the same panel, through which the
+/// application receives what touchd forwards (docs/kiosk.md).
+///
+/// It always speaks multitouch protocol B with `ABS_MT_TOOL_TYPE`, whatever the panel declares: a cancel is the slot's
+/// tool type turned to `MT_TOOL_PALM` (libinput's TOUCH_CANCEL) or a lift, and a new contact turns it back to
+/// `MT_TOOL_FINGER` (libinput ignores a palm's slot until then).
+///
+/// Owned by the input thread. Destroying it (deinit) removes the virtual device; libinput in the compositor cancels
+/// the contacts it still had down.
+final class Twin {
+    /// Why a twin could not be made.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private let uinput: OpaquePointer
+    private let fd: Int32
+    /// `/dev/input/eventN` of the virtual device, so that libinput in touchd never opens it.
+    let devnode: String?
+    private let cancelWith: Configuration.Filter.CancelWith
+    private let x: (minimum: Int32, maximum: Int32)
+    private let y: (minimum: Int32, maximum: Int32)
+    /// Whether the panel has single-touch axes to keep in step (`ABS_X`/`ABS_Y`).
+    private let hasSingleTouchAxes: Bool
+    /// libinput's calibration of the panel, undone on the way out: the twin gets the panel's udev properties, so the
+    /// compositor's libinput applies the same matrix to it.
+    private let calibration: [Double]
+    /// The slots: which touch holds each (nil: free).
+    private var slots: [UInt64?]
+    private var nextTrackingID: Int32 = 1
+    private var buffer: [input_event] = []
+    /// Changes dropped because every slot was taken (cannot happen while the application limit is the panel's).
+    private(set) var droppedChanges = 0
+
+    /// Makes the twin of the panel behind `evdev` (a libevdev device on touchd's descriptor, capabilities read, never
+    /// its events). `calibration` is libinput's matrix for the panel.
+    init(copying evdev: OpaquePointer, slotCount: Int, calibration: [Double], cancelWith: Configuration.Filter.CancelWith)
+        throws(Failure)
+    {
+        let xCode = UInt32(libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_POSITION_X)) != 0 ? ABS_MT_POSITION_X : ABS_X)
+        let yCode = UInt32(libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_POSITION_Y)) != 0 ? ABS_MT_POSITION_Y : ABS_Y)
+        guard let xInfo = libevdev_get_abs_info(evdev, xCode)?.pointee,
+            let yInfo = libevdev_get_abs_info(evdev, yCode)?.pointee, xInfo.maximum > xInfo.minimum,
+            yInfo.maximum > yInfo.minimum
+        else { throw Failure(description: "the panel has no usable position axes") }
+        x = (xInfo.minimum, xInfo.maximum)
+        y = (yInfo.minimum, yInfo.maximum)
+        hasSingleTouchAxes = libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_X)) != 0
+        self.calibration = calibration
+        self.cancelWith = cancelWith
+
+        // What the compositor needs to see a touchscreen that can be cancelled: protocol B with tool types.
+        var count = slotCount
+        if let slotInfo = libevdev_get_abs_info(evdev, UInt32(ABS_MT_SLOT))?.pointee {
+            count = Int(slotInfo.maximum) - Int(slotInfo.minimum) + 1
+        } else {
+            count = min(max(slotCount, 1), 16)
+            var info = input_absinfo(value: 0, minimum: 0, maximum: Int32(count - 1), fuzz: 0, flat: 0, resolution: 0)
+            libevdev_enable_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_SLOT), &info)
+        }
+        count = min(max(count, 1), 64)
+        for (code, info) in [(ABS_MT_POSITION_X, xInfo), (ABS_MT_POSITION_Y, yInfo)]
+        where libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(code)) == 0 {
+            var copy = info
+            libevdev_enable_event_code(evdev, UInt32(EV_ABS), UInt32(code), &copy)
+        }
+        if libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_TRACKING_ID)) == 0 {
+            var info = input_absinfo(value: 0, minimum: 0, maximum: 65535, fuzz: 0, flat: 0, resolution: 0)
+            libevdev_enable_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_TRACKING_ID), &info)
+        }
+        if (libevdev_get_abs_info(evdev, UInt32(ABS_MT_TOOL_TYPE))?.pointee.maximum ?? -1) < MT_TOOL_PALM {
+            var info = input_absinfo(value: 0, minimum: 0, maximum: Int32(MT_TOOL_MAX), fuzz: 0, flat: 0, resolution: 0)
+            libevdev_enable_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_TOOL_TYPE), &info)
+        }
+        libevdev_enable_event_code(evdev, UInt32(EV_KEY), UInt32(BTN_TOUCH), nil)
+        libevdev_enable_property(evdev, UInt32(INPUT_PROP_DIRECT))
+
+        var created: OpaquePointer?
+        let result = libevdev_uinput_create_from_device(evdev, Int32(LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue), &created)
+        guard result == 0, let created else {
+            let code = result < 0 ? -result : EIO
+            throw Failure(description: "cannot create its twin through /dev/uinput: \(String(cString: strerror(code)))")
+        }
+        uinput = created
+        fd = libevdev_uinput_get_fd(created)
+        devnode = libevdev_uinput_get_devnode(created).map { String(cString: $0) }
+        slots = Array(repeating: nil, count: count)
+    }
+
+    deinit {
+        libevdev_uinput_destroy(uinput)
+    }
+
+    /// Whether any touch is down on the twin.
+    var hasTouchesDown: Bool { slots.contains { $0 != nil } }
+
+    /// Writes one frame of changes (and, for palm cancels, the frame that frees their slots) in one write(2).
+    /// Returns the errno of a failed write, or nil.
+    func write(_ changes: [TwinChange]) -> Int32? {
+        buffer.removeAll(keepingCapacity: true)
+        var palmed: [Int] = []
+        for change in changes {
+            switch change.phase {
+            case .down:
+                guard let slot = freeSlot(preferring: change.slot) else {
+                    droppedChanges &+= 1
+                    continue
+                }
+                slots[slot] = change.touch
+                let id = nextTrackingID
+                nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                append(EV_ABS, ABS_MT_TRACKING_ID, id)
+                append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
+                appendPosition(change)
+            case .move:
+                guard let slot = slots.firstIndex(of: change.touch) else { continue }
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                appendPosition(change)
+            case .up:
+                guard let slot = slots.firstIndex(of: change.touch) else { continue }
+                slots[slot] = nil
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                append(EV_ABS, ABS_MT_TRACKING_ID, -1)
+            case .cancel:
+                guard let slot = slots.firstIndex(of: change.touch) else { continue }
+                slots[slot] = nil
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                switch cancelWith {
+                case .palm:
+                    append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_PALM))
+                    palmed.append(slot)
+                case .lift:
+                    append(EV_ABS, ABS_MT_TRACKING_ID, -1)
+                }
+            }
+        }
+        guard !buffer.isEmpty else { return nil }
+        if !palmed.isEmpty {
+            // libinput cancels at the palm frame; the end of the contact follows in a frame of its own.
+            append(EV_SYN, SYN_REPORT, 0)
+            for slot in palmed {
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                append(EV_ABS, ABS_MT_TRACKING_ID, -1)
+            }
+        }
+        append(EV_KEY, BTN_TOUCH, hasTouchesDown ? 1 : 0)
+        append(EV_SYN, SYN_REPORT, 0)
+        return buffer.withUnsafeBytes { bytes -> Int32? in
+            var offset = 0
+            while offset < bytes.count {
+                // uinput takes whole events; a short write ends on an event boundary.
+                let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                guard written > 0 else { return EIO }
+                offset += written
+            }
+            return nil
+        }
+    }
+
+    private func freeSlot(preferring preferred: Int) -> Int? {
+        if slots.indices.contains(preferred), slots[preferred] == nil { return preferred }
+        return slots.firstIndex { $0 == nil }
+    }
+
+    private func appendPosition(_ change: TwinChange) {
+        guard let nx = change.x, let ny = change.y,
+            let raw = CoordinateMapper.invert(calibration, x: nx, y: ny)
+        else { return }
+        let valueX = Self.deviceValue(raw.x, x.minimum, x.maximum)
+        let valueY = Self.deviceValue(raw.y, y.minimum, y.maximum)
+        append(EV_ABS, ABS_MT_POSITION_X, valueX)
+        append(EV_ABS, ABS_MT_POSITION_Y, valueY)
+        if hasSingleTouchAxes && slots.firstIndex(of: change.touch) == slots.firstIndex(where: { $0 != nil }) {
+            append(EV_ABS, ABS_X, valueX)
+            append(EV_ABS, ABS_Y, valueY)
+        }
+    }
+
+    /// libinput's normalisation undone: value = n · (maximum − minimum + 1) + minimum, rounded and kept in range.
+    static func deviceValue(_ normalised: Double, _ minimum: Int32, _ maximum: Int32) -> Int32 {
+        let span = Double(maximum) - Double(minimum) + 1
+        let value = (normalised * span + Double(minimum)).rounded()
+        guard value.isFinite else { return minimum }
+        // Clamped into the axis' Int32 range first, so the conversion is exact.
+        return Int32(exactly: min(Double(maximum), max(Double(minimum), value))) ?? minimum
+    }
+
+    private func append(_ type: Int32, _ code: Int32, _ value: Int32) {
+        buffer.append(input_event(time: timeval(), type: UInt16(type), code: UInt16(code), value: value))
+    }
+}

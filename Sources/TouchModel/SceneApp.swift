@@ -1,0 +1,225 @@
+// The application beneath touchd's controls (filter mode), as UIKit treats the view under its
+// controls and recognizers:
+//
+// - A touch reaches the application unless it begins on a control with `toApp == false`, while
+//   `maximumContacts` application touches are already down, or as part of a wake touch (the first
+//   touch after `swallowAfterIdle` with nothing down, and every touch that begins while it lasts).
+//   A touch that does not reach the application at its beginning never does: it is never forwarded
+//   late, in the middle of a gesture, as a surprise touch-down.
+// - A recognizer that recognizes with `cancelsTouches` cancels the application's copies of its
+//   touches, like the controls' (UIKit's cancelsTouchesInView).
+// - `delaysTouchesBegan`: while such a recognizer is undecided about a touch, the application does
+//   not see it; when every such recognizer has failed, the touch reaches the application at its
+//   current place (and lifts at once if it already lifted); when one recognizes, never.
+// - `delaysTouchesEnded`: the application's lift waits while such a recognizer is undecided about
+//   the touch; it is a cancel instead if the recognizer recognizes and cancels touches.
+
+/// What happened to one of the application's touches.
+public struct AppTouchRecord: Hashable, Sendable {
+    public enum Phase: String, Hashable, Sendable {
+        case down, move, up, cancel
+    }
+
+    public var time: Instant
+    public var contact: ContactID
+    /// This touch's number, unique in the scene (contact ids are reused, and a held lift outlives its contact).
+    public var touch: UInt64
+    public var phase: Phase
+    /// Where the touch is; nil for `up` and `cancel`.
+    public var location: Point?
+
+    public init(time: Instant, contact: ContactID, touch: UInt64, phase: Phase, location: Point?) {
+        self.time = time
+        self.contact = contact
+        self.touch = touch
+        self.phase = phase
+        self.location = location
+    }
+}
+
+/// The settings of the application beneath touchd (`[filter]`).
+public struct AppSettings: Hashable, Sendable {
+    /// The most touches the application has down at once; 0 for no limit.
+    public var maximumContacts: Int
+    /// After this long with nothing down, in microseconds, the next touch is touchd's alone; 0 never.
+    public var swallowAfterIdle: UInt64
+
+    public init(maximumContacts: Int = 0, swallowAfterIdle: UInt64 = 0) {
+        self.maximumContacts = Swift.max(0, maximumContacts)
+        self.swallowAfterIdle = swallowAfterIdle
+    }
+}
+
+/// The application's view of the touches (see the top of this file).
+struct AppView: Sendable {
+    enum Phase: Sendable {
+        /// The application has the touch down.
+        case shown
+        /// A recognizer that delays touches began is undecided: the application has not seen it yet.
+        case delayed
+        /// The application has the touch down and its lift waits for a recognizer.
+        case liftHeld
+    }
+
+    struct Touch: Sendable {
+        var contact: ContactID
+        var phase: Phase
+        var location: Point
+        /// The contact lifted while the touch was delayed.
+        var lifted = false
+    }
+
+    var touches: [TouchSerial: Touch] = [:]
+    /// When the last contact lifted (the scene's start counts as one).
+    var idleSince: Instant = .zero
+    /// A wake touch is down: touches that begin now are touchd's alone.
+    var swallowing = false
+    var hadContacts = false
+
+    /// The touches in the order they began.
+    var serials: [TouchSerial] { touches.keys.sorted() }
+}
+
+extension Scene {
+    /// When the last contact lifted, for the wake touch: the caller carries it into a new scene (a reload), which
+    /// otherwise counts its own start.
+    public var appIdleSince: Instant {
+        get { app.idleSince }
+        set { app.idleSince = newValue }
+    }
+
+    /// The contacts the application has down or has yet to see, in the order they began.
+    public var appContacts: [ContactID] {
+        app.serials.compactMap { app.touches[$0]?.contact }
+    }
+
+    mutating func appTouchBegan(
+        _ serial: TouchSerial, contact: ContactID, at location: Point, control: Int?, wasIdle: Bool,
+        into output: inout Output
+    ) {
+        guard let settings = settings.app, contacts[contact]?.serial == serial else { return }
+        if wasIdle, settings.swallowAfterIdle > 0, !app.swallowing,
+            app.idleSince.advanced(by: settings.swallowAfterIdle) <= now
+        {
+            app.swallowing = true
+        }
+        if app.swallowing { return }
+        if let control, !slots[control].control.toApp { return }
+        if settings.maximumContacts > 0, app.touches.count >= settings.maximumContacts { return }
+        let delayed = recognizers.contains {
+            $0.recognizer.delaysTouchesBegan && $0.state == .possible && $0.progress.sequence.contains(serial)
+        }
+        app.touches[serial] = AppView.Touch(contact: contact, phase: delayed ? .delayed : .shown, location: location)
+        if !delayed { emitApp(.down, contact, serial, at: location, into: &output) }
+    }
+
+    mutating func appTouchMoved(_ serial: TouchSerial, to location: Point, into output: inout Output) {
+        guard var touch = app.touches[serial] else { return }
+        touch.location = location
+        app.touches[serial] = touch
+        if touch.phase == .shown { emitApp(.move, touch.contact, serial, at: location, into: &output) }
+    }
+
+    /// The contact lifted (after the recognizers saw the lift).
+    mutating func appTouchLifted(_ serial: TouchSerial, at location: Point, into output: inout Output) {
+        guard var touch = app.touches[serial] else { return }
+        switch touch.phase {
+        case .delayed:
+            touch.lifted = true
+            touch.location = location
+            app.touches[serial] = touch
+        case .shown:
+            if touch.location != location {
+                touch.location = location
+                emitApp(.move, touch.contact, serial, at: location, into: &output)
+            }
+            liftApp(serial, touch, into: &output)
+        case .liftHeld:
+            break
+        }
+    }
+
+    /// The contact was cancelled: the application's copy is cancelled, a delayed one is forgotten.
+    mutating func appTouchCancelled(_ serial: TouchSerial, into output: inout Output) {
+        guard let touch = app.touches.removeValue(forKey: serial) else { return }
+        if touch.phase != .delayed { emitApp(.cancel, touch.contact, serial, at: nil, into: &output) }
+    }
+
+    /// Every contact lifted: the idle time starts, and a wake touch is over.
+    mutating func appAllLifted() {
+        guard app.hadContacts else { return }
+        app.hadContacts = false
+        app.idleSince = now
+        app.swallowing = false
+    }
+
+    /// Notes that contacts are down (for ``appAllLifted()``).
+    mutating func appContactsDown() {
+        app.hadContacts = true
+    }
+
+    /// A recognizer recognized: with cancelsTouches, the application's copies of its touches are cancelled; the
+    /// touches it (or another that cancels them) delayed are never shown.
+    mutating func appGestureRecognized(_ index: Int, into output: inout Output) {
+        let recognizer = recognizers[index].recognizer
+        let sequence = recognizers[index].progress.sequence
+        for serial in app.serials where sequence.contains(serial) {
+            guard let touch = app.touches[serial] else { continue }
+            switch touch.phase {
+            case .delayed:
+                if recognizer.cancelsTouches || recognizer.delaysTouchesBegan { app.touches[serial] = nil }
+            case .shown, .liftHeld:
+                guard recognizer.cancelsTouches else { continue }
+                app.touches[serial] = nil
+                emitApp(.cancel, touch.contact, serial, at: nil, into: &output)
+            }
+        }
+    }
+
+    /// After recognizers changed state: delayed touches no recognizer delays any more are shown, held lifts no
+    /// recognizer holds any more are delivered.
+    mutating func releaseAppTouches(into output: inout Output) {
+        for serial in app.serials {
+            guard let touch = app.touches[serial] else { continue }
+            switch touch.phase {
+            case .delayed:
+                let stillDelayed = recognizers.contains {
+                    $0.recognizer.delaysTouchesBegan && $0.state == .possible && $0.progress.sequence.contains(serial)
+                }
+                guard !stillDelayed else { continue }
+                emitApp(.down, touch.contact, serial, at: touch.location, into: &output)
+                if touch.lifted {
+                    liftApp(serial, touch, into: &output)
+                } else {
+                    app.touches[serial]?.phase = .shown
+                }
+            case .liftHeld:
+                guard !isLiftDelayed(serial) else { continue }
+                app.touches[serial] = nil
+                emitApp(.up, touch.contact, serial, at: nil, into: &output)
+            case .shown:
+                break
+            }
+        }
+    }
+
+    /// The application's lift: held while a recognizer that delays touches ended is undecided, else sent.
+    private mutating func liftApp(_ serial: TouchSerial, _ touch: AppView.Touch, into output: inout Output) {
+        if isLiftDelayed(serial) {
+            var held = touch
+            held.phase = .liftHeld
+            app.touches[serial] = held
+        } else {
+            app.touches[serial] = nil
+            emitApp(.up, touch.contact, serial, at: nil, into: &output)
+        }
+    }
+
+    private func emitApp(
+        _ phase: AppTouchRecord.Phase, _ contact: ContactID, _ serial: TouchSerial, at location: Point?,
+        into output: inout Output
+    ) {
+        output.entries.append(
+            .app(AppTouchRecord(time: now, contact: contact, touch: serial, phase: phase, location: location)))
+    }
+}
