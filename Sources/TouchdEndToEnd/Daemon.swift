@@ -38,6 +38,8 @@ final class Daemon: Sendable {
     let executable: String
     /// Every line the child wrote to stdout or stderr, in order.
     let output = Inbox<String>()
+    /// When the reader thread read each line of ``output`` (same indices), for latency figures.
+    let arrivals = Inbox<Microseconds>()
     private let status = Mutex<ExitStatus?>(nil)
     private let outputEnded = Atomic<Bool>(false)
 
@@ -161,6 +163,7 @@ final class Daemon: Sendable {
         var buffer = [UInt8](repeating: 0, count: 16384)
         var lines = LineBuffer()
         func deliver(_ line: String) {
+            arrivals.append(monotonicNow())
             output.append(line)
             if let echoPrefix { Console.line(echoPrefix + line) }
         }

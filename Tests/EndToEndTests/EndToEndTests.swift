@@ -91,4 +91,20 @@ struct EndToEndTests {
         let driver = try Self.product("touchd-e2e")
         try await Self.runVM("end to end", arguments: ["--timeout", "900", "--", driver.path, "--touchd", touchd.path])
     }
+
+    /// Filter mode (docs/kiosk.md) with real kernel input: touchd grabs a uinput panel and forwards to its twin, and
+    /// `libinput debug-events` on the whole seat shows what the application gets (ScenarioFilter.swift). It also
+    /// prints the app-visible latency through the twin against the panel read directly (a figure, not a pass mark:
+    /// this is the debug build; docs/performance.md has the release build's).
+    @Test("filter mode: what the app receives, in the VM", .timeLimit(.minutes(10)))
+    func filterModeInVM() async throws {
+        guard Self.onPath("qemu-system-x86_64") else {
+            Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
+            return
+        }
+        let touchd = try Self.product("touchd")
+        let driver = try Self.product("touchd-e2e")
+        try await Self.runVM(
+            "filter mode", arguments: ["--timeout", "600", "--", driver.path, "--filter", "--touchd", touchd.path])
+    }
 }

@@ -32,6 +32,7 @@ extension LibinputContext {
     )] {
         let wanted = Set(devices.map(\.id))
         for id in filtered.keys.sorted() where !wanted.contains(id) { release(id) }
+        for entry in filtered.values { entry.twin.cancelWith = cancelWith }
         var results: [(device: DeviceInfo, problem: String?)] = []
         for device in devices where filtered[device.id] == nil {
             results.append((device, grab(device, cancelWith: cancelWith)))

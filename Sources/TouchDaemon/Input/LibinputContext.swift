@@ -50,9 +50,10 @@ final class LibinputContext {
         let nodes = DeviceNodes()
         let relay = LogRelay(logger: logger, nodes: nodes)
         guard
-            // The nodes object outlives the context: this object holds it and unrefs the context in deinit.
+            // libinput's one user data, for the device callbacks and the log handler alike: the relay, which holds
+            // the nodes. It outlives the context: this object holds it and unrefs the context in deinit.
             let libinput = libinput_udev_create_context(
-                libinputInterface, Unmanaged.passUnretained(nodes).toOpaque(), udev)
+                libinputInterface, Unmanaged.passUnretained(relay).toOpaque(), udev)
         else {
             udev_unref(udev)
             throw InputError(description: "cannot create a libinput context")
@@ -320,7 +321,7 @@ private nonisolated(unsafe) let libinputInterface: UnsafeMutablePointer<libinput
                 // DeviceAllow=char-input r work). Grabbed (EVIOCGRAB) only in filter mode, and only the touchscreens
                 // touchd uses, after libinput added them (LibinputContext+Filter.swift).
                 guard let path else { return -EINVAL }
-                let nodes = userData.map { Unmanaged<DeviceNodes>.fromOpaque($0).takeUnretainedValue() }
+                let nodes = userData.map { Unmanaged<LogRelay>.fromOpaque($0).takeUnretainedValue().nodes }
                 let node = String(cString: path)
                 // touchd's own twin: reading it would feed touchd what it forwarded.
                 if nodes?.twins.contains(node) == true { return -ENODEV }
@@ -331,7 +332,7 @@ private nonisolated(unsafe) let libinputInterface: UnsafeMutablePointer<libinput
             },
             close_restricted: { fd, userData in
                 if let userData {
-                    let nodes = Unmanaged<DeviceNodes>.fromOpaque(userData).takeUnretainedValue()
+                    let nodes = Unmanaged<LogRelay>.fromOpaque(userData).takeUnretainedValue().nodes
                     nodes.opened = nodes.opened.filter { $0.value != fd }
                 }
                 close(fd)

@@ -21,7 +21,8 @@ final class Twin {
     private let fd: Int32
     /// `/dev/input/eventN` of the virtual device, so that libinput in touchd never opens it.
     let devnode: String?
-    private let cancelWith: Configuration.Filter.CancelWith
+    /// How the application's copy of a touch ends when touchd claims it; a reload may change it.
+    var cancelWith: Configuration.Filter.CancelWith
     private let x: (minimum: Int32, maximum: Int32)
     private let y: (minimum: Int32, maximum: Int32)
     /// Whether the panel has single-touch axes to keep in step (`ABS_X`/`ABS_Y`).
@@ -114,8 +115,10 @@ final class Twin {
                 let id = nextTrackingID
                 nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
                 append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-                append(EV_ABS, ABS_MT_TRACKING_ID, id)
+                // The tool type before the tracking id: libinput reads the slot's tool type when a contact begins,
+                // and a slot still marked PALM makes it ignore the whole contact.
                 append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
+                append(EV_ABS, ABS_MT_TRACKING_ID, id)
                 appendPosition(change)
             case .move:
                 guard let slot = slots.firstIndex(of: change.touch) else { continue }
@@ -146,6 +149,7 @@ final class Twin {
             for slot in palmed {
                 append(EV_ABS, ABS_MT_SLOT, Int32(slot))
                 append(EV_ABS, ABS_MT_TRACKING_ID, -1)
+                append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
             }
         }
         append(EV_KEY, BTN_TOUCH, hasTouchesDown ? 1 : 0)

@@ -1,0 +1,468 @@
+import Glibc
+
+/// Filter mode with real kernel input (`touchd-e2e --filter`, issue 16): touchd grabs a uinput panel and forwards
+/// what the application should see to the panel's twin. `libinput debug-events`, reading every device of the seat as
+/// a compositor does, stands in for the compositor: its lines say which device each touch came from (the panel, its
+/// twin) and whether it went down, up or was cancelled, so every check below is about what the application received
+/// and what it never received.
+///
+/// Geometry (a 1000×1000 output, device units = pixels × 10): button `a` (x 100…299, y 100…299, reaches the app),
+/// button `z` (x 600…799, y 100…299, `to_app = false`), the `admin` three-finger long press of 300 ms in the
+/// bottom-left corner (x 0…199, y 800…999, cancels touches). Empty space around (500, 500).
+final class FilterRun {
+    let options: Options
+    let touchd: String
+    private let scratch: ScratchDirectory
+    private let target: TargetListener
+    private let notify: NotifyListener
+    private let configPath: String
+    private var daemon: Daemon?
+    private var panel: VirtualTouchscreen?
+    private var events: Daemon?
+    private var results: [(name: String, failure: String?)] = []
+    private var notes: [String] = []
+
+    /// A debug-events line: the device's sysname, the event type, the seat slot for touch events.
+    struct Line {
+        var sysname: String
+        var type: String
+        var slot: Int?
+        var arrival: Microseconds
+    }
+
+    init(options: Options, touchd: String) {
+        self.options = options
+        self.touchd = touchd
+        do {
+            scratch = try ScratchDirectory()
+            target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
+            notify = try NotifyListener(path: scratch.file("notify.sock"), verbose: options.verbose)
+        } catch {
+            Console.line("touchd-e2e: cannot set up: \(error)")
+            exit(1)
+        }
+        configPath = scratch.file("filter.toml")
+    }
+
+    static func config(
+        socket: String, appMaxContacts: Int = 0, swallowSeconds: Double = 0, cancelWith: String = "lift"
+    ) -> String {
+        """
+        # Written by touchd-e2e --filter.
+        [output]
+        width = 1000
+        height = 1000
+
+        [filter]
+        enabled = true
+        app_max_contacts = \(appMaxContacts)
+        swallow_after_idle_s = \(swallowSeconds)
+        cancel_with = "\(cancelWith)"
+
+        [tracking]
+        stuck_contact_timeout_ms = 0
+
+        [targets.e2e]
+        socket = "\(socket)"
+        responds_to = ["a", "z", "admin"]
+
+        [[control]]
+        id = "a"
+        frame = { x = 100, y = 100, width = 200, height = 200 }
+        actions = [{ events = ["touchUpInside"], target = "e2e", action = "a" }]
+
+        [[control]]
+        id = "z"
+        frame = { x = 600, y = 100, width = 200, height = 200 }
+        to_app = false
+        actions = [{ events = ["touchUpInside"], target = "e2e", action = "z" }]
+
+        [[gesture]]
+        id = "admin"
+        kind = "long_press"
+        fingers = 3
+        minimum_duration_ms = 300
+        frame = { x = 0, y = 800, width = 200, height = 200 }
+        cancels_touches = true
+        actions = [{ events = ["recognized"], target = "e2e", action = "admin" }]
+        """
+    }
+
+    func run() -> Int32 {
+        do throws(Abort) {
+            try setUp()
+            try checkTaps()
+            try checkAdminPress(cancelWith: "lift")
+            try reload(Self.config(socket: target.path, cancelWith: "palm"))
+            try checkAdminPress(cancelWith: "palm")
+            try reload(Self.config(socket: target.path, appMaxContacts: 1))
+            try checkSecondFinger()
+            try reload(Self.config(socket: target.path, swallowSeconds: 1))
+            try checkWakeTouch()
+            try reload(Self.config(socket: target.path))
+            try checkKill()
+            try checkUnplug()
+            try measureLatency()
+        } catch {
+            record("sequence", "stopped: \(error.reason)")
+        }
+        events?.killAndReap()
+        daemon?.killAndReap()
+        panel?.destroy()
+        target.stop()
+        notify.stop()
+        let failed = results.filter { $0.failure != nil }
+        if !failed.isEmpty {
+            daemon?.printTail(80)
+            Console.line("--- libinput debug-events (last 60 lines) ---")
+            for line in events?.tail(60) ?? [] { Console.line("events| \(line)") }
+        }
+        for note in notes { Console.line("note: \(note)") }
+        for (name, failure) in results {
+            Console.line(failure.map { "FAIL \(name): \($0)" } ?? "PASS \(name)")
+        }
+        Console.line("filter: \(results.count - failed.count)/\(results.count) checks passed")
+        scratch.remove()
+        return failed.isEmpty ? 0 : 1
+    }
+
+    private func record(_ name: String, _ failure: String?) {
+        results.append((name, failure))
+    }
+
+    // MARK: - Set-up
+
+    private var panelSysname: String {
+        panel?.devnode.map { String($0.split(separator: "/").last ?? "") } ?? "?"
+    }
+
+    /// The twin's sysname, from debug-events' DEVICE_ADDED lines: the device with the panel's name that is not it.
+    private var twinSysname: String?
+
+    private func setUp() throws(Abort) {
+        panel = try attempt { () throws(DriverError) in
+            try VirtualTouchscreen(name: Self.panelName, verbose: options.verbose)
+        }
+        sleep(microseconds: 500_000)  // udev tags it before touchd looks
+        try startDaemon()
+        try startEvents()
+    }
+
+    private func startDaemon() throws(Abort) {
+        try attempt { () throws(DriverError) in try writeFile(configPath, Self.config(socket: target.path)) }
+        let cursor = notify.inbox.count
+        daemon = try attempt { () throws(DriverError) in
+            try Daemon(
+                executable: touchd, arguments: ["run", "--config", configPath],
+                environment: ["NOTIFY_SOCKET": notify.path], removing: Scenario.scrubbedEnvironment,
+                echoPrefix: options.verbose ? "touchd| " : nil)
+        }
+        let ready = poll(until: monotonicNow() + Limits.readiness) {
+            notify.inbox.first(from: cursor) { $0.value("STATUS")?.contains("filtering 1") == true }
+        }
+        guard ready != nil else {
+            throw Abort("touchd did not report 'filtering 1' in its status: \(daemon?.tail(20) ?? [])")
+        }
+    }
+
+    /// Starts `libinput debug-events` on the whole seat and finds the twin among its devices.
+    private func startEvents() throws(Abort) {
+        events?.killAndReap()
+        events = try attempt { () throws(DriverError) in
+            try Daemon(
+                executable: "/usr/bin/stdbuf", arguments: ["-oL", "/usr/bin/libinput", "debug-events"],
+                environment: [:], removing: Scenario.scrubbedEnvironment,
+                echoPrefix: options.verbose ? "events| " : nil, published: false)
+        }
+        try findTwin(from: 0)
+        notes.append("panel \(panelSysname), its twin \(twinSysname ?? "?")")
+        sleep(microseconds: 300_000)
+    }
+
+    /// The newest twin debug-events announced after `cursor`: a device with the panel's name that is not the panel.
+    private func findTwin(from cursor: Int) throws(Abort) {
+        let twin = poll(until: monotonicNow() + 10_000_000) { () -> String? in
+            guard let events else { return nil }
+            return events.output.since(cursor).last {
+                $0.contains("DEVICE_ADDED") && $0.contains(Self.panelName + " ") && !$0.contains(panelSysname + " ")
+            }.flatMap { raw in raw.split(separator: " ").first.map { String($0.drop { $0 == "-" }) } }
+        }
+        guard let twin else { throw Abort("libinput debug-events shows no twin of the panel: \(events?.tail(10) ?? [])") }
+        twinSysname = twin
+    }
+
+    static let panelName = "touchd-e2e filter panel"
+
+    /// debug-events lines since `cursor`, decoded.
+    private func lines(from cursor: Int) -> [Line] {
+        guard let events else { return [] }
+        let text = events.output.since(cursor)
+        let arrivals = events.arrivals.since(cursor)
+        return zip(text, arrivals).compactMap { raw, arrival in
+            let fields = raw.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count >= 2 else { return nil }
+            let sysname = fields[0].hasPrefix("-") ? String(fields[0].dropFirst()) : String(fields[0])
+            guard sysname.hasPrefix("event") else { return nil }
+            var slot: Int?
+            if fields[1].hasPrefix("TOUCH_"), fields.count >= 4 { slot = Int(fields[3]) }
+            return Line(sysname: sysname, type: String(fields[1]), slot: slot, arrival: arrival)
+        }
+    }
+
+    private var eventCursor: Int { events?.output.count ?? 0 }
+
+    private func touches(from cursor: Int, _ sysname: String?, _ type: String) -> [Line] {
+        lines(from: cursor).filter { ($0.sysname == sysname || sysname == nil) && $0.type == type }
+    }
+
+    private func waitTouches(
+        from cursor: Int, _ sysname: String?, _ type: String, count: Int, within: Microseconds = 3_000_000
+    ) -> [Line]? {
+        poll(until: monotonicNow() + within) { () -> [Line]? in
+            let found = touches(from: cursor, sysname, type)
+            return found.count >= count ? found : nil
+        }
+    }
+
+    private func write(_ frame: [TouchChange]) throws(Abort) {
+        guard let panel else { throw Abort("no panel") }
+        _ = try attempt { () throws(DriverError) in try panel.write(frame) }
+    }
+
+    private func tap(_ x: Int, _ y: Int) throws(Abort) {
+        try write([.down(slot: 0, x: x, y: y)])
+        sleep(microseconds: 60_000)
+        try write([.up(slot: 0)])
+        sleep(microseconds: 400_000)  // outside the repeat window, and quiet for the checks
+    }
+
+    private func reload(_ text: String) throws(Abort) {
+        try attempt { () throws(DriverError) in try writeFile(configPath, text) }
+        let cursor = notify.inbox.count
+        daemon?.send(SIGHUP)
+        let done = poll(until: monotonicNow() + Limits.readiness) {
+            notify.inbox.first(from: cursor) { $0.value("READY") == "1" }
+        }
+        guard done != nil else { throw Abort("no READY=1 after a reload") }
+        sleep(microseconds: 200_000)
+    }
+
+    // MARK: - Checks
+
+    /// A tap on a `to_app = true` control and on empty space reach the app through the twin (down, up) and the
+    /// control's action fires; a tap on a `to_app = false` control reaches the app not at all, and its action fires;
+    /// the panel itself sends the compositor nothing (it is grabbed).
+    private func checkTaps() throws(Abort) {
+        for (name, x, y, action) in [("control a", 200, 200, "a"), ("empty space", 500, 500, nil)] {
+            let cursor = eventCursor
+            let messages = target.inbox.count
+            try tap(x, y)
+            let downs = waitTouches(from: cursor, twinSysname, "TOUCH_DOWN", count: 1)
+            let ups = waitTouches(from: cursor, twinSysname, "TOUCH_UP", count: 1)
+            var failures: [String] = []
+            if downs == nil || ups == nil { failures.append("the app did not get down and up from the twin") }
+            if !touches(from: cursor, panelSysname, "TOUCH_DOWN").isEmpty {
+                failures.append("the grabbed panel's own touch reached the compositor")
+            }
+            if let action {
+                let got = poll(until: monotonicNow() + 2_000_000) {
+                    target.inbox.first(from: messages) { $0.action == action }
+                }
+                if got == nil { failures.append("no action '\(action)' from the control") }
+            }
+            record("tap on \(name) reaches the app", failures.isEmpty ? nil : failures.joined(separator: "; "))
+        }
+        let cursor = eventCursor
+        let messages = target.inbox.count
+        try tap(700, 200)
+        let got = poll(until: monotonicNow() + 2_000_000) { target.inbox.first(from: messages) { $0.action == "z" } }
+        sleep(microseconds: 300_000)
+        var failures: [String] = []
+        if got == nil { failures.append("no action 'z' from the to_app = false control") }
+        let seen = lines(from: cursor).filter { $0.type.hasPrefix("TOUCH_") }
+        if !seen.isEmpty { failures.append("the app got \(seen.map { "\($0.sysname) \($0.type)" })") }
+        record("tap on a to_app = false control never reaches the app", failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// Three fingers in the admin corner reach the app as three downs; when the press is recognized (300 ms) their
+    /// copies end (lift: TOUCH_UP; palm: TOUCH_CANCEL) while the fingers are still down, never at the physical lift;
+    /// the next tap in the same slot reaches the app (fault-cases.md F7).
+    private func checkAdminPress(cancelWith: String) throws(Abort) {
+        let cursor = eventCursor
+        let messages = target.inbox.count
+        try write([.down(slot: 0, x: 50, y: 850), .down(slot: 1, x: 100, y: 900), .down(slot: 2, x: 150, y: 950)])
+        var failures: [String] = []
+        if waitTouches(from: cursor, twinSysname, "TOUCH_DOWN", count: 3) == nil {
+            failures.append("the app did not get three downs: \(touches(from: cursor, nil, "TOUCH_DOWN").count)")
+        }
+        let ending = cancelWith == "palm" ? "TOUCH_CANCEL" : "TOUCH_UP"
+        let ended = waitTouches(from: cursor, twinSysname, ending, count: 3, within: 2_000_000)
+        let recognized = target.inbox.first(from: messages) { $0.action == "admin" }
+        if recognized == nil { failures.append("the admin press was not recognized within 2 s") }
+        if ended == nil {
+            failures.append(
+                "the app's three touches did not end with \(ending) while the fingers were down (saw "
+                    + "\(lines(from: cursor).filter { $0.type.hasPrefix("TOUCH_") }.map(\.type)))")
+        }
+        let liftCursor = eventCursor
+        try write([.up(slot: 0), .up(slot: 1), .up(slot: 2)])
+        sleep(microseconds: 400_000)
+        let late = lines(from: liftCursor).filter { $0.type.hasPrefix("TOUCH_") && $0.type != "TOUCH_FRAME" }
+        if !late.isEmpty { failures.append("the physical lift still reached the app: \(late.map(\.type))") }
+        record("admin press ends for the app when recognized (\(cancelWith))", failures.isEmpty ? nil : failures.joined(separator: "; "))
+
+        let next = eventCursor
+        try tap(500, 500)
+        let down = waitTouches(from: next, twinSysname, "TOUCH_DOWN", count: 1)
+        let up = waitTouches(from: next, twinSysname, "TOUCH_UP", count: 1)
+        record(
+            "the next touch after a \(cancelWith) cancel reaches the app",
+            down != nil && up != nil ? nil : "saw \(lines(from: next).map { "\($0.sysname) \($0.type)" })")
+    }
+
+    /// With `app_max_contacts = 1`, a second finger never reaches the app.
+    private func checkSecondFinger() throws(Abort) {
+        let cursor = eventCursor
+        try write([.down(slot: 0, x: 450, y: 500)])
+        sleep(microseconds: 50_000)
+        try write([.down(slot: 1, x: 650, y: 500)])
+        sleep(microseconds: 50_000)
+        try write([.move(slot: 0, x: 400, y: 500), .move(slot: 1, x: 700, y: 500)])
+        sleep(microseconds: 50_000)
+        try write([.up(slot: 1)])
+        try write([.up(slot: 0)])
+        sleep(microseconds: 500_000)
+        let downs = touches(from: cursor, nil, "TOUCH_DOWN")
+        record(
+            "with app_max_contacts = 1 a second finger never reaches the app",
+            downs.count == 1 && downs[0].sysname == twinSysname ? nil : "downs: \(downs.map { "\($0.sysname) \($0.slot ?? -1)" })")
+    }
+
+    /// With `swallow_after_idle_s = 1`, the first touch after a second without touches never reaches the app; the
+    /// next one does.
+    private func checkWakeTouch() throws(Abort) {
+        sleep(microseconds: 1_300_000)
+        let cursor = eventCursor
+        try tap(500, 500)
+        let swallowed = touches(from: cursor, nil, "TOUCH_DOWN")
+        let next = eventCursor
+        try tap(500, 500)
+        let after = waitTouches(from: next, twinSysname, "TOUCH_DOWN", count: 1)
+        var failures: [String] = []
+        if !swallowed.isEmpty { failures.append("the wake touch reached the app") }
+        if after == nil { failures.append("the touch after the wake touch did not reach the app") }
+        record("the wake touch never reaches the app", failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// `kill -9` of touchd with a finger down: the kernel drops the grab, the twin goes away, and the next tap
+    /// reaches the compositor from the panel directly (fault-cases.md F1).
+    private func checkKill() throws(Abort) {
+        let cursor = eventCursor
+        try write([.down(slot: 0, x: 500, y: 500)])
+        _ = waitTouches(from: cursor, twinSysname, "TOUCH_DOWN", count: 1)
+        daemon?.send(SIGKILL)
+        _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
+        let removed = poll(until: monotonicNow() + 5_000_000) {
+            lines(from: cursor).first { $0.sysname == twinSysname && $0.type == "DEVICE_REMOVED" }
+        }
+        try write([.up(slot: 0)])
+        sleep(microseconds: 400_000)
+        let next = eventCursor
+        try tap(500, 500)
+        let direct = waitTouches(from: next, panelSysname, "TOUCH_DOWN", count: 1)
+        var failures: [String] = []
+        if removed == nil { failures.append("the twin was not removed") }
+        if direct == nil { failures.append("the next tap did not reach the compositor from the panel") }
+        record("kill -9 leaves the compositor reading the panel", failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// Unplugging the panel removes its twin (fault-cases.md F2).
+    private func checkUnplug() throws(Abort) {
+        let cursor = eventCursor
+        try startDaemon()
+        try findTwin(from: cursor)
+        guard let twin = twinSysname else { return }
+        // Latency is measured with this touchd; a second panel is made for the unplug.
+        let other = try attempt { () throws(DriverError) in
+            try VirtualTouchscreen(name: "touchd-e2e unplug panel", verbose: options.verbose)
+        }
+        let second = poll(until: monotonicNow() + 10_000_000) { () -> String? in
+            lines(from: cursor).first {
+                $0.type == "DEVICE_ADDED" && $0.sysname != panelSysname && $0.sysname != twin
+                    && $0.sysname != other.devnode.map { String($0.split(separator: "/").last ?? "") }
+            }?.sysname
+        }
+        let removeCursor = eventCursor
+        other.destroy()
+        let removed = poll(until: monotonicNow() + 5_000_000) {
+            lines(from: removeCursor).first { $0.sysname == second && $0.type == "DEVICE_REMOVED" }
+        }
+        record(
+            "unplugging the panel removes its twin",
+            second == nil ? "the second panel got no twin" : removed == nil ? "its twin \(second!) stayed" : nil)
+    }
+
+    /// App-visible latency: from the uinput write to debug-events' TOUCH_DOWN, through the twin (touchd filtering)
+    /// and from the panel directly (touchd stopped), alternating rounds in this boot.
+    private func measureLatency() throws(Abort) {
+        var twinSamples: [Double] = []
+        var directSamples: [Double] = []
+        for round in 0..<4 {
+            let filtering = round % 2 == 0
+            if filtering {
+                if daemon?.exitStatus != nil {
+                    // A restarted touchd has a new twin.
+                    let cursor = eventCursor
+                    try startDaemon()
+                    try findTwin(from: cursor)
+                }
+            } else {
+                daemon?.send(SIGTERM)
+                _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
+                sleep(microseconds: 300_000)
+            }
+            let source = filtering ? twinSysname : panelSysname
+            sleep(microseconds: 300_000)
+            for _ in 0..<20 {
+                let cursor = eventCursor
+                guard let panel else { throw Abort("no panel") }
+                let timing = try attempt { () throws(DriverError) in try panel.write([.down(slot: 0, x: 500, y: 500)]) }
+                if let down = waitTouches(from: cursor, source, "TOUCH_DOWN", count: 1)?.first
+                {
+                    let sample = Double(down.arrival - timing.beforeReport) / 1000
+                    if filtering { twinSamples.append(sample) } else { directSamples.append(sample) }
+                }
+                sleep(microseconds: 30_000)
+                try write([.up(slot: 0)])
+                sleep(microseconds: 120_000)
+            }
+        }
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+        }
+        let ratio = median(twinSamples) / median(directSamples)
+        let text =
+            "app-visible latency, uinput write → debug-events TOUCH_DOWN: through the twin median "
+            + "\(format(median(twinSamples))) ms (\(twinSamples.count) taps), panel read directly median "
+            + "\(format(median(directSamples))) ms (\(directSamples.count) taps), ratio \(format(ratio))"
+        notes.append(text)
+        record(
+            "latency measured (40 taps each way)",
+            twinSamples.count >= 40 && directSamples.count >= 40 ? nil : text)
+    }
+
+    private func format(_ value: Double) -> String {
+        guard value.isFinite else { return "n/a" }
+        let hundredths = (value * 100).rounded()
+        return "\(hundredths / 100)"
+    }
+
+    private func attempt<T>(_ body: () throws(DriverError) -> T) throws(Abort) -> T {
+        do {
+            return try body()
+        } catch {
+            throw Abort(error.description)
+        }
+    }
+}
