@@ -12,6 +12,8 @@ struct Options: Equatable {
     var systemdUnit = false
     /// Filter mode's run (ScenarioFilter.swift): grab, twin, what `libinput debug-events` sees.
     var filter = false
+    /// Filter mode under cage with wev (ScenarioCage.swift); needs scripts/vm/run --gpu.
+    var cage = false
     /// Where the units to install are (the repository's systemd/ directory).
     var units = "systemd"
     /// Whether the control socket must answer a hello (on once the control socket has landed).
@@ -24,6 +26,7 @@ struct Options: Equatable {
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
                touchd-e2e --filter --touchd PATH [--verbose]
+               touchd-e2e --cage --touchd PATH [--verbose]
 
         Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
         root: it runs inside the test VM (scripts/vm/run).
@@ -45,6 +48,8 @@ struct Options: Equatable {
                          exec targets, the journal's fields. Needs systemd as PID 1: scripts/vm/run --systemd
           --filter       filter mode (docs/kiosk.md): touchd grabs the panel and forwards to its twin; `libinput
                          debug-events` on every device stands in for the compositor and shows what the app gets
+          --cage         filter mode under a real compositor and client: cage (its DRM backend, through seatd)
+                         showing wev; needs the VM's GPU: scripts/vm/run --gpu
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated
@@ -85,15 +90,16 @@ struct Options: Equatable {
             case "--without-touchscreen": options.withoutTouchscreen = true
             case "--systemd-unit": options.systemdUnit = true
             case "--filter": options.filter = true
+            case "--cage": options.cage = true
             case "--units": options.units = try value(for: argument)
             case "--expect-control-socket": options.expectControlSocket = true
             case "-h", "--help": options.help = true
             default: throw UsageError("unknown argument '\(argument)'")
             }
         }
-        if [options.selfTest, options.withoutTouchscreen, options.systemdUnit, options.filter].filter({ $0 }).count > 1 {
+        if [options.selfTest, options.withoutTouchscreen, options.systemdUnit, options.filter, options.cage].filter({ $0 }).count > 1 {
             throw UsageError(
-                "--self-test, --without-touchscreen, --systemd-unit and --filter are separate runs; give one of them")
+                "--self-test, --without-touchscreen, --systemd-unit, --filter and --cage are separate runs; give one of them")
         }
         if options.expectControlSocket, !options.systemdUnit {
             throw UsageError("--expect-control-socket goes with --systemd-unit")

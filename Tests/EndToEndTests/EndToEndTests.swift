@@ -107,4 +107,20 @@ struct EndToEndTests {
         try await Self.runVM(
             "filter mode", arguments: ["--timeout", "600", "--", driver.path, "--filter", "--touchd", touchd.path])
     }
+
+    /// Filter mode under a real compositor and client (ScenarioCage.swift): cage, which ignores libinput's touch
+    /// cancel, shows wev; with the default settings a recognized admin press ends for wev when it is recognized and
+    /// wev still gets the next tap in the same slot.
+    @Test("filter mode under cage with a real client, in the VM", .timeLimit(.minutes(10)))
+    func filterModeUnderCage() async throws {
+        guard Self.onPath("qemu-system-x86_64"), Self.onPath("cage"), Self.onPath("wev") else {
+            Issue.record("qemu-system-x86_64, cage or wev is not installed: run scripts/setup first")
+            return
+        }
+        let touchd = try Self.product("touchd")
+        let driver = try Self.product("touchd-e2e")
+        try await Self.runVM(
+            "filter mode under cage",
+            arguments: ["--gpu", "--timeout", "600", "--", driver.path, "--cage", "--touchd", touchd.path])
+    }
 }
