@@ -25,7 +25,7 @@ struct Options: Equatable {
                touchd-e2e --self-test [--touchd PATH] [--verbose]
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
-               touchd-e2e --filter --touchd PATH [--verbose]
+               touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --cage --touchd PATH [--verbose]
 
         Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
@@ -47,7 +47,9 @@ struct Options: Equatable {
                          configuration that never becomes active, reloads, the watchdog, hot-plug, socket and
                          exec targets, the journal's fields. Needs systemd as PID 1: scripts/vm/run --systemd
           --filter       filter mode (docs/kiosk.md): touchd grabs the panel and forwards to its twin; `libinput
-                         debug-events` on every device stands in for the compositor and shows what the app gets
+                         debug-events` on every device stands in for the compositor and shows what the app gets;
+                         with --systemd-unit, touchd is the installed touchd.service (units, groups and udev rule
+                         of DIR) under its full sandbox: scripts/vm/run --systemd
           --cage         filter mode under a real compositor and client: cage (its DRM backend, through seatd)
                          showing wev; needs the VM's GPU: scripts/vm/run --gpu
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
@@ -97,7 +99,7 @@ struct Options: Equatable {
             default: throw UsageError("unknown argument '\(argument)'")
             }
         }
-        if [options.selfTest, options.withoutTouchscreen, options.systemdUnit, options.filter, options.cage].filter({ $0 }).count > 1 {
+        if [options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter, options.filter, options.cage].filter({ $0 }).count > 1 {
             throw UsageError(
                 "--self-test, --without-touchscreen, --systemd-unit, --filter and --cage are separate runs; give one of them")
         }

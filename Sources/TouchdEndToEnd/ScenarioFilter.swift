@@ -12,6 +12,9 @@ import Glibc
 final class FilterRun {
     let options: Options
     let touchd: String
+    /// Under systemd (`--systemd-unit --filter`): touchd is the installed touchd.service with its full sandbox, the
+    /// udev rule and the groups of the package; otherwise a child process of the driver, run as root.
+    let underSystemd: Bool
     private let scratch: ScratchDirectory
     private let target: TargetListener
     private let notify: NotifyListener
@@ -33,15 +36,23 @@ final class FilterRun {
     init(options: Options, touchd: String) {
         self.options = options
         self.touchd = touchd
+        underSystemd = options.systemdUnit
         do {
             scratch = try ScratchDirectory()
-            target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
+            if underSystemd {
+                // A socket touchd's dynamic user may connect to, as a kiosk application's would be.
+                _ = Tool.run(["/usr/bin/install", "-d", "-m", "0755", UnitPaths.scratch], verbose: options.verbose)
+                target = try TargetListener(path: UnitPaths.target, verbose: options.verbose)
+                _ = chmod(UnitPaths.target, 0o666)
+            } else {
+                target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
+            }
             notify = try NotifyListener(path: scratch.file("notify.sock"), verbose: options.verbose)
         } catch {
             Console.line("touchd-e2e: cannot set up: \(error)")
             exit(1)
         }
-        configPath = scratch.file("filter.toml")
+        configPath = underSystemd ? UnitPaths.config : scratch.file("filter.toml")
     }
 
     static func config(
@@ -102,18 +113,26 @@ final class FilterRun {
             try reload(Self.config(socket: target.path))
             try checkKill()
             try checkUnplug()
-            try measureLatency()
+            // The latency run starts and stops touchd between rounds; it is measured with touchd as a child.
+            if !underSystemd { try measureLatency() }
         } catch {
             record("sequence", "stopped: \(error.reason)")
         }
         events?.killAndReap()
         daemon?.killAndReap()
+        if underSystemd { _ = Tool.run([Tool.systemctl, "stop", UnitPaths.service], verbose: options.verbose) }
         panel?.destroy()
         target.stop()
         notify.stop()
         let failed = results.filter { $0.failure != nil }
         if !failed.isEmpty {
             daemon?.printTail(80)
+            if underSystemd {
+                let journal = Tool.run(
+                    [Tool.journalctl, "-u", UnitPaths.service, "-o", "cat", "--no-pager", "-n", "80"],
+                    verbose: false)
+                for line in journal.output { Console.line("journal| \(line)") }
+            }
             Console.line("--- libinput debug-events (last 60 lines) ---")
             for line in events?.tail(60) ?? [] { Console.line("events| \(line)") }
         }
@@ -140,6 +159,7 @@ final class FilterRun {
     private var twinSysname: String?
 
     private func setUp() throws(Abort) {
+        if underSystemd { try installUnits() }
         panel = try attempt { () throws(DriverError) in
             try VirtualTouchscreen(name: Self.panelName, verbose: options.verbose)
         }
@@ -148,8 +168,68 @@ final class FilterRun {
         try startEvents()
     }
 
+    /// As scripts/install and the .deb do: the units, the groups, the udev rule for /dev/uinput (applied to the node
+    /// at once), and touchd at /usr/bin/touchd.
+    private func installUnits() throws(Abort) {
+        let units = options.units
+        var steps: [[String]] = []
+        if touchd != UnitPaths.binary { steps.append(["/usr/bin/install", "-m", "0755", touchd, UnitPaths.binary]) }
+        steps += [
+            [
+                "/usr/bin/install", "-m", "0644", "\(units)/touchd.service", "\(units)/touchd.socket",
+                UnitPaths.unitDirectory + "/",
+            ],
+            ["/usr/bin/install", "-D", "-m", "0644", "\(units)/touchd.sysusers", UnitPaths.sysusers],
+            ["/usr/bin/systemd-sysusers", UnitPaths.sysusers],
+            ["/usr/bin/install", "-D", "-m", "0644", "\(units)/60-touchd-uinput.rules", Self.udevRule],
+            ["/bin/udevadm", "control", "--reload-rules"],
+            ["/bin/udevadm", "trigger", "--action=add", "--subsystem-match=misc", "--sysname-match=uinput"],
+            ["/bin/udevadm", "settle", "--timeout=20"],
+            ["/usr/bin/install", "-d", "-m", "0755", UnitPaths.configDirectory],
+            [Tool.systemctl, "daemon-reload"],
+        ]
+        for step in steps {
+            let result = Tool.run(step, verbose: options.verbose)
+            guard result.succeeded else { throw Abort("installing failed: \(result.summary)") }
+        }
+        var status = stat()
+        let group = FilterRun.groupName(of: "/dev/uinput", &status)
+        record(
+            "the udev rule gives /dev/uinput to touchd-uinput, mode 0660",
+            group == "touchd-uinput" && status.st_mode & 0o777 == 0o660
+                ? nil : "/dev/uinput is group \(group ?? "?"), mode \(String(status.st_mode & 0o777, radix: 8))")
+    }
+
+    static let udevRule = "/usr/lib/udev/rules.d/60-touchd-uinput.rules"
+
+    static func groupName(of path: String, _ status: inout stat) -> String? {
+        guard stat(path, &status) == 0, let group = getgrgid(status.st_gid) else { return nil }
+        return String(cString: group.pointee.gr_name)
+    }
+
+    /// The status touchd last told systemd (under systemd) or the notify socket (as a child).
+    private func statusText(since cursor: Int) -> String? {
+        if underSystemd {
+            let shown = Tool.run(
+                [Tool.systemctl, "show", "-p", "StatusText", "--value", UnitPaths.service], verbose: false)
+            return shown.output.first
+        }
+        return notify.inbox.since(cursor).last { $0.value("STATUS") != nil }?.value("STATUS")
+    }
+
     private func startDaemon() throws(Abort) {
         try attempt { () throws(DriverError) in try writeFile(configPath, Self.config(socket: target.path)) }
+        if underSystemd {
+            let started = Tool.run([Tool.systemctl, "restart", UnitPaths.service], verbose: options.verbose)
+            guard started.succeeded else { throw Abort("systemctl restart touchd.service: \(started.summary)") }
+            let filtering = poll(until: monotonicNow() + Limits.readiness) {
+                statusText(since: 0)?.contains("filtering 1") == true ? true : nil
+            }
+            guard filtering != nil else {
+                throw Abort("touchd.service did not report 'filtering 1': \(statusText(since: 0) ?? "no status")")
+            }
+            return
+        }
         let cursor = notify.inbox.count
         daemon = try attempt { () throws(DriverError) in
             try Daemon(
@@ -238,6 +318,15 @@ final class FilterRun {
 
     private func reload(_ text: String) throws(Abort) {
         try attempt { () throws(DriverError) in try writeFile(configPath, text) }
+        if underSystemd {
+            let before = reloadsLogged()
+            let reloaded = Tool.run([Tool.systemctl, "reload", UnitPaths.service], verbose: options.verbose)
+            guard reloaded.succeeded else { throw Abort("systemctl reload touchd.service: \(reloaded.summary)") }
+            guard poll(until: monotonicNow() + Limits.readiness, { reloadsLogged() > before ? true : nil }) != nil
+            else { throw Abort("touchd.service logged no 'configuration reloaded' after systemctl reload") }
+            sleep(microseconds: 200_000)
+            return
+        }
         let cursor = notify.inbox.count
         daemon?.send(SIGHUP)
         let done = poll(until: monotonicNow() + Limits.readiness) {
@@ -245,6 +334,14 @@ final class FilterRun {
         }
         guard done != nil else { throw Abort("no READY=1 after a reload") }
         sleep(microseconds: 200_000)
+    }
+
+    /// How many reloads touchd.service has logged.
+    private func reloadsLogged() -> Int {
+        let journal = Tool.run(
+            [Tool.journalctl, "-u", UnitPaths.service, "-o", "cat", "--no-pager", "--grep", "configuration reloaded"],
+            verbose: false)
+        return journal.output.filter { $0.contains("configuration reloaded") }.count
     }
 
     // MARK: - Checks
@@ -360,8 +457,13 @@ final class FilterRun {
         let cursor = eventCursor
         try write([.down(slot: 0, x: 500, y: 500)])
         _ = waitTouches(from: cursor, twinSysname, "TOUCH_DOWN", count: 1)
-        daemon?.send(SIGKILL)
-        _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
+        if underSystemd {
+            // systemd restarts it after RestartSec=2s: the tap below comes before that.
+            _ = Tool.run([Tool.systemctl, "kill", "-s", "KILL", UnitPaths.service], verbose: options.verbose)
+        } else {
+            daemon?.send(SIGKILL)
+            _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
+        }
         let removed = poll(until: monotonicNow() + 5_000_000) {
             lines(from: cursor).first { $0.sysname == twinSysname && $0.type == "DEVICE_REMOVED" }
         }

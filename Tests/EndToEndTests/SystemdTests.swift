@@ -24,4 +24,24 @@ extension EndToEndTests {
                 "--touchd", touchd.path, "--units", root.appendingPathComponent("systemd").path,
             ])
     }
+
+    /// Filter mode under the shipped unit's full sandbox (ScenarioFilter.swift with `--systemd-unit`): the groups and
+    /// the udev rule as the installers put them, /dev/uinput for touchd-uinput only, and every filter check with
+    /// touchd.service reloaded by `systemctl reload` and killed by `systemctl kill`.
+    @Test("filter mode under touchd.service, in the VM", .timeLimit(.minutes(10)))
+    func filterModeUnderSystemd() async throws {
+        guard EndToEndTests.onPath("qemu-system-x86_64") else {
+            Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
+            return
+        }
+        let touchd = try EndToEndTests.product("touchd")
+        let driver = try EndToEndTests.product("touchd-e2e")
+        let root = EndToEndTests.packageRoot
+        try await EndToEndTests.runVM(
+            "filter mode under systemd",
+            arguments: [
+                "--systemd", "--timeout", "600", "--", driver.path, "--filter", "--systemd-unit", "--touchd",
+                touchd.path, "--units", root.appendingPathComponent("systemd").path,
+            ])
+    }
 }
