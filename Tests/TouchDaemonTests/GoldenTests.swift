@@ -56,6 +56,25 @@ struct GoldenTests {
             actual.contains(#"{"type":"gesture","time_ms":3000,"gesture":"admin","state":"recognized","x":81,"y":80}"#))
     }
 
+    /// The attract loop of config/kiosk.toml: `idle` 120 s after start (start-up counts as a lift) and again 120 s
+    /// after the next lift, each once; `wake` at the touch-down after each, before the touch's own events.
+    @Test("examples/idle.touch on config/kiosk.toml: idle and wake at their times")
+    func idle() throws {
+        let actual = try Self.simulate(
+            script: TestSupport.packageRoot.appendingPathComponent("examples/idle.touch").path)
+        #expect(actual == (try Self.golden("idle.jsonl")))
+        let idle = actual.filter { $0.contains(#""control":"idle""#) }
+        #expect(
+            idle == [
+                #"{"type":"action","time_ms":120000,"control":"idle","event":"idle","action":"attract","target":"kiosk","responder":null}"#,
+                #"{"type":"action","time_ms":125000,"control":"idle","event":"wake","action":"welcome","target":"kiosk","responder":null}"#,
+                #"{"type":"action","time_ms":245080,"control":"idle","event":"idle","action":"attract","target":"kiosk","responder":null}"#,
+                #"{"type":"action","time_ms":250000,"control":"idle","event":"wake","action":"welcome","target":"kiosk","responder":null}"#,
+            ])
+        // The wake comes before the events of the touch that woke the kiosk.
+        #expect(actual.firstIndex(of: idle[1]).map { actual[$0 + 1].contains(#""event":"touchDown""#) } == true)
+    }
+
     @Test(
         "libinput recordings on config/kiosk.toml",
         arguments: [

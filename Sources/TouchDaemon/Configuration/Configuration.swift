@@ -132,6 +132,8 @@ struct Configuration: Sendable {
     var devices: [DeviceMatch]
     var tracking: Tracking
     var control = ControlSocket()
+    /// `[idle]`: the attract loop (Configuration+Idle.swift).
+    var idle = Idle()
     var targets: [TargetDefinition]
     var applicationTarget: String?
     /// Names the configuration gives to events of the `applicationReserved` range.
