@@ -16,8 +16,8 @@ final class ControlClient {
         case lost(String)
         /// The server's answer was not what the protocol says (76, EX_PROTOCOL).
         case protocolError(String)
-        /// The server refused the request (1).
-        case refused(code: String, message: String)
+        /// The server refused the request (1); `problems` are an `invalid_configuration` refusal's problem lines.
+        case refused(code: String, message: String, problems: [String])
 
         var description: String {
             switch self {
@@ -26,7 +26,9 @@ final class ControlClient {
                 return "cannot connect to \(path): \(UnixSocket.describe(error))\(hint)"
             case .lost(let why): return "connection lost: \(why)"
             case .protocolError(let why): return "unexpected answer from touchd: \(why)"
-            case .refused(let code, let message): return "\(code): \(message)"
+            case .refused(let code, let message, let problems):
+                // One problem a line, as `touchd check` prints them.
+                return (["\(code): \(message)"] + problems).joined(separator: "\n")
             }
         }
 
@@ -273,6 +275,7 @@ final class ControlClient {
         guard line.value["ok"]?.boolValue == false else { return nil }
         let error = line.value["error"]
         return .refused(
-            code: error?["code"]?.stringValue ?? "unknown", message: error?["message"]?.stringValue ?? line.text)
+            code: error?["code"]?.stringValue ?? "unknown", message: error?["message"]?.stringValue ?? line.text,
+            problems: error?["problems"]?.arrayValue?.compactMap(\.stringValue) ?? [])
     }
 }
