@@ -28,6 +28,11 @@ enum TestConfig {
         String(socket[..<(socket.lastIndex(of: "/") ?? socket.endIndex)]) + "/sleeper.pid"
     }
 
+    /// The control socket: next to the socket target, in the driver's scratch directory.
+    static func controlSocket(besides socket: String) -> String {
+        String(socket[..<(socket.lastIndex(of: "/") ?? socket.endIndex)]) + "/control.sock"
+    }
+
     /// A valid file: `a` sends `actionForA` (first "a", after the second reload "a2"), `b` sends "b".
     static func valid(socket: String, actionForA: String) -> String {
         """
@@ -46,6 +51,9 @@ enum TestConfig {
         socket = "\(socket)"
         socket_type = "stream"
         responds_to = ["a", "b", "a2", "admin", "back"]
+
+        [control_socket]
+        socket = "\(controlSocket(besides: socket))"
 
         [targets.sleeper]
         exec = ["/bin/sh", "-c", "echo $$ > \(sleeperPIDFile(besides: socket)) && exec /bin/sleep \(sleeperSeconds)"]

@@ -4,6 +4,7 @@ enum Check: String, CaseIterable {
     case waitingStatus = "waiting-status"
     case hotplugAfterStart = "hotplug-after-start"
     case tapOnceInOrder = "tap-once-in-order"
+    case monitorShowsContacts = "monitor-tap-control-and-empty"
     case dragExitEnter = "drag-exit-enter"
     case liftOutside = "lift-outside"
     case twoFingers = "two-fingers"

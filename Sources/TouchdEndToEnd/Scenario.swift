@@ -51,6 +51,7 @@ final class Scenario {
             try startDaemon()
             try plugIn(check: .hotplugAfterStart)
             try tapOnce()
+            try monitorTaps()
             try dragOutAndBack()
             try liftOutside()
             try twoFingers()
