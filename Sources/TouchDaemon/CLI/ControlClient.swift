@@ -139,6 +139,26 @@ final class ControlClient {
         }
     }
 
+    /// A subscription's stream, after its response: hands every line but responses to `show` (which says whether the
+    /// line counts towards `count`) until `count` lines counted (nil: for ever). Lines come when they come, so no
+    /// timeout applies from here on; an `overflow` or `shutdown` line ends the stream as a lost connection.
+    func stream(count: Int?, _ show: (Line) -> Bool) throws(Failure) {
+        timeout = nil
+        var received = 0
+        while count.map({ received < $0 }) ?? true {
+            let line = try readLine()
+            let type = line.value["type"]?.stringValue
+            guard type != "response" else { continue }
+            if show(line) { received += 1 }
+            fflush(nil)
+            switch type {
+            case "overflow": throw .lost("touchd dropped this subscriber: it read too slowly")
+            case "shutdown": throw .lost("touchd is stopping")
+            default: break
+            }
+        }
+    }
+
     /// The next line from the server, by `deadline` (microseconds, `monotonicMicroseconds()`) when there is one,
     /// else each wait bounded by `timeout`.
     func readLine(deadline: UInt64? = nil) throws(Failure) -> Line {

@@ -246,7 +246,7 @@ struct CtlSubscribe: ParsableCommand {
         if !events.isEmpty { members.add("events", strings: events) }
         if !gestures.isEmpty { members.add("gestures", strings: gestures) }
         let client = try options.connect()
-        do {
+        do throws(ControlClient.Failure) {
             let response = try client.request("subscribe", members: members.members)
             if options.json {
                 print(response.text)
@@ -255,23 +255,12 @@ struct CtlSubscribe: ParsableCommand {
                 print("-- events --")
             }
             fflush(nil)
-            // Events come when they come: no timeout from here on.
-            client.timeout = nil
-            var received = 0
-            while count.map({ received < $0 }) ?? true {
-                let line = try client.readLine()
-                guard line.value["type"]?.stringValue != "response" else { continue }
+            try client.stream(count: count) { line in
                 print(options.json ? line.text : CtlFormat.event(line.value))
-                fflush(nil)
-                switch line.value["type"]?.stringValue {
-                case "event": received += 1
-                case "overflow": throw ControlClient.Failure.lost("touchd dropped this subscriber: it read too slowly")
-                case "shutdown": throw ControlClient.Failure.lost("touchd is stopping")
-                default: break
-                }
+                return line.value["type"]?.stringValue == "event"
             }
-        } catch let failure as ControlClient.Failure {
-            throw options.fail(failure)
+        } catch {
+            throw options.fail(error)
         }
     }
 }

@@ -46,31 +46,22 @@ struct CtlMonitor: ParsableCommand {
 
     func run() throws {
         let client = try options.connect()
-        do {
+        do throws(ControlClient.Failure) {
             _ = try client.request("subscribe", members: #""kinds":["contact"]"#)
             if !options.json {
                 print("watching live contacts (positions in output pixels); Ctrl-C stops")
             }
             fflush(nil)
-            // Contacts come when they come: no timeout from here on.
-            client.timeout = nil
-            var received = 0
             var origin: Int64?
-            while count.map({ received < $0 }) ?? true {
-                let line = try client.readLine()
-                switch line.value["type"]?.stringValue {
-                case "event":
-                    guard line.value["kind"]?.stringValue == "contact" else { continue }
-                    received += 1
-                    print(options.json ? line.text : CtlFormat.contact(line.value, origin: &origin))
-                    fflush(nil)
-                case "overflow": throw ControlClient.Failure.lost("touchd dropped this monitor: it read too slowly")
-                case "shutdown": throw ControlClient.Failure.lost("touchd is stopping")
-                default: continue
+            try client.stream(count: count) { line in
+                guard line.value["type"]?.stringValue == "event", line.value["kind"]?.stringValue == "contact" else {
+                    return false
                 }
+                print(options.json ? line.text : CtlFormat.contact(line.value, origin: &origin))
+                return true
             }
-        } catch let failure as ControlClient.Failure {
-            throw options.fail(failure)
+        } catch {
+            throw options.fail(error)
         }
     }
 }
