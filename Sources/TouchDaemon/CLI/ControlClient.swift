@@ -27,8 +27,9 @@ final class ControlClient {
             case .lost(let why): return "connection lost: \(why)"
             case .protocolError(let why): return "unexpected answer from touchd: \(why)"
             case .refused(let code, let message, let problems):
+                let hint = code == "unauthorized" ? " (controllers are root and members of touchd-admin)" : ""
                 // One problem a line, as `touchd check` prints them.
-                return (["\(code): \(message)"] + problems).joined(separator: "\n")
+                return (["\(code): \(message)\(hint)"] + problems).joined(separator: "\n")
             }
         }
 

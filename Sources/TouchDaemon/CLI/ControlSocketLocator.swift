@@ -71,7 +71,7 @@ enum ControlSocketLocator {
             let line = rawLine.drop { $0 == " " || $0 == "\t" }
             if line.hasPrefix("[") {
                 let name = line.dropFirst().prefix { $0 != "]" }
-                table = line.hasPrefix("[[") ? "" : name.filter { $0 != " " && $0 != "\t" && $0 != "\"" }
+                table = line.hasPrefix("[[") ? "[[]]" : name.filter { $0 != " " && $0 != "\t" && $0 != "\"" }
                 continue
             }
             let key: String
