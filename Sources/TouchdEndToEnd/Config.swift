@@ -50,7 +50,7 @@ enum TestConfig {
         [targets.\(targetName)]
         socket = "\(socket)"
         socket_type = "stream"
-        responds_to = ["a", "b", "a2", "admin", "back"]
+        responds_to = ["a", "b", "a2", "admin", "back", "attract", "welcome"]
 
         [control_socket]
         socket = "\(controlSocket(besides: socket))"
@@ -96,6 +96,18 @@ enum TestConfig {
 
         """
     }
+
+    /// Appended to ``valid(socket:actionForA:)`` for the idle check: `idle` a second after the last lift.
+    static let idle = """
+
+        [idle]
+        timeout_s = 1
+        actions = [
+          { events = ["idle"], target = "\(targetName)", action = "attract" },
+          { events = ["wake"], target = "\(targetName)", action = "welcome" },
+        ]
+
+        """
 
     /// Not TOML at all: an unterminated table header, then a key without a value.
     static let broken = """

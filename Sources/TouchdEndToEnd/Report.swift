@@ -30,6 +30,7 @@ enum Check: String, CaseIterable {
     case latencyMeasured = "latency-measured"
     case latencyTapsExact = "latency-taps-exact"
     case eventTimeFromKernel = "event-time-from-kernel"
+    case idleWake = "idle-wake"
     case cleanStop = "clean-stop"
     case lostEventsCounted = "lost-events-counted"
     case processingLatencyReported = "processing-latency-reported"
