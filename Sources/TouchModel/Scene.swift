@@ -407,7 +407,8 @@ public struct Scene: Sendable {
             if sample.location != nil { gesturesTouchMoved(state.serial, to: state.location, into: &output) }
             gesturesTouchLifted(state.serial, into: &output)
         }
-        if settings.app != nil { appTouchLifted(state.serial, at: state.location, into: &output) }
+        // The application, beneath the controls, learns of the lift after them.
+        defer { if settings.app != nil { appTouchLifted(state.serial, at: state.location, into: &output) } }
         // Recognizing may have cancelled the control.
         guard let ended = contacts.removeValue(forKey: id), let index = ended.control else { return }
         if isLiftDelayed(ended.serial) {

@@ -28,6 +28,11 @@ enum TestConfig {
         String(socket[..<(socket.lastIndex(of: "/") ?? socket.endIndex)]) + "/sleeper.pid"
     }
 
+    /// The control socket: next to the socket target, in the driver's scratch directory.
+    static func controlSocket(besides socket: String) -> String {
+        String(socket[..<(socket.lastIndex(of: "/") ?? socket.endIndex)]) + "/control.sock"
+    }
+
     /// A valid file: `a` sends `actionForA` (first "a", after the second reload "a2"), `b` sends "b".
     static func valid(socket: String, actionForA: String) -> String {
         """
@@ -45,7 +50,10 @@ enum TestConfig {
         [targets.\(targetName)]
         socket = "\(socket)"
         socket_type = "stream"
-        responds_to = ["a", "b", "a2", "admin", "back"]
+        responds_to = ["a", "b", "a2", "admin", "back", "attract", "welcome"]
+
+        [control_socket]
+        socket = "\(controlSocket(besides: socket))"
 
         [targets.sleeper]
         exec = ["/bin/sh", "-c", "echo $$ > \(sleeperPIDFile(besides: socket)) && exec /bin/sleep \(sleeperSeconds)"]
@@ -88,6 +96,18 @@ enum TestConfig {
 
         """
     }
+
+    /// Appended to ``valid(socket:actionForA:)`` for the idle check: `idle` a second after the last lift.
+    static let idle = """
+
+        [idle]
+        timeout_s = 1
+        actions = [
+          { events = ["idle"], target = "\(targetName)", action = "attract" },
+          { events = ["wake"], target = "\(targetName)", action = "welcome" },
+        ]
+
+        """
 
     /// Not TOML at all: an unterminated table header, then a key without a value.
     static let broken = """

@@ -99,9 +99,13 @@ struct Options: Equatable {
             default: throw UsageError("unknown argument '\(argument)'")
             }
         }
-        if [options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter, options.filter, options.cage].filter({ $0 }).count > 1 {
+        if [
+            options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter, options.filter,
+            options.cage,
+        ].filter({ $0 }).count > 1 {
             throw UsageError(
-                "--self-test, --without-touchscreen, --systemd-unit, --filter and --cage are separate runs; give one of them")
+                "--self-test, --without-touchscreen, --systemd-unit, --filter and --cage are separate runs; give one of them"
+            )
         }
         if options.expectControlSocket, !options.systemdUnit {
             throw UsageError("--expect-control-socket goes with --systemd-unit")

@@ -51,6 +51,7 @@ final class Scenario {
             try startDaemon()
             try plugIn(check: .hotplugAfterStart)
             try tapOnce()
+            try monitorTaps()
             try dragOutAndBack()
             try liftOutside()
             try twoFingers()
@@ -69,6 +70,7 @@ final class Scenario {
             try reloadBroken()
             try reloadValid()
             try measureLatency()
+            try idleAndWake()
         } catch {
             Console.line("touchd-e2e: the sequence stops here: \(error.reason)")
             report.failUnrecorded(Check.allCases.prefix { $0 != .cleanStop }, because: error.reason)

@@ -159,8 +159,10 @@ final class CageRun {
         let late = touchLines(from: liftCursor, "up") + touchLines(from: liftCursor, "down")
         if !late.isEmpty { failures.append("the physical lift reached wev: \(late)") }
         results.append(
-            ("under cage, a recognized admin press ends for the client when recognized",
-             failures.isEmpty ? nil : failures.joined(separator: "; ")))
+            (
+                "under cage, a recognized admin press ends for the client when recognized",
+                failures.isEmpty ? nil : failures.joined(separator: "; ")
+            ))
 
         let next = cursor
         try write([.down(slot: 0, x: 500, y: 500)])
@@ -170,8 +172,10 @@ final class CageRun {
             !touchLines(from: next, "down").isEmpty && !touchLines(from: next, "up").isEmpty ? true : nil
         }
         results.append(
-            ("under cage, the client receives the next tap in the same slot",
-             tapped != nil ? nil : "wev got: \((cage?.output.since(next) ?? []).filter { $0.contains("wl_touch") })"))
+            (
+                "under cage, the client receives the next tap in the same slot",
+                tapped != nil ? nil : "wev got: \((cage?.output.since(next) ?? []).filter { $0.contains("wl_touch") })"
+            ))
     }
 
     private func attempt<T>(_ body: () throws(DriverError) -> T) throws(Abort) -> T {

@@ -267,7 +267,9 @@ final class FilterRun {
                 $0.contains("DEVICE_ADDED") && $0.contains(Self.panelName + " ") && !$0.contains(panelSysname + " ")
             }.flatMap { raw in raw.split(separator: " ").first.map { String($0.drop { $0 == "-" }) } }
         }
-        guard let twin else { throw Abort("libinput debug-events shows no twin of the panel: \(events?.tail(10) ?? [])") }
+        guard let twin else {
+            throw Abort("libinput debug-events shows no twin of the panel: \(events?.tail(10) ?? [])")
+        }
         twinSysname = twin
     }
 
@@ -378,7 +380,9 @@ final class FilterRun {
         if got == nil { failures.append("no action 'z' from the to_app = false control") }
         let seen = lines(from: cursor).filter { $0.type.hasPrefix("TOUCH_") }
         if !seen.isEmpty { failures.append("the app got \(seen.map { "\($0.sysname) \($0.type)" })") }
-        record("tap on a to_app = false control never reaches the app", failures.isEmpty ? nil : failures.joined(separator: "; "))
+        record(
+            "tap on a to_app = false control never reaches the app",
+            failures.isEmpty ? nil : failures.joined(separator: "; "))
     }
 
     /// Three fingers in the admin corner reach the app as three downs; when the press is recognized (300 ms) their
@@ -406,7 +410,9 @@ final class FilterRun {
         sleep(microseconds: 400_000)
         let late = lines(from: liftCursor).filter { $0.type.hasPrefix("TOUCH_") && $0.type != "TOUCH_FRAME" }
         if !late.isEmpty { failures.append("the physical lift still reached the app: \(late.map(\.type))") }
-        record("admin press ends for the app when recognized (\(cancelWith))", failures.isEmpty ? nil : failures.joined(separator: "; "))
+        record(
+            "admin press ends for the app when recognized (\(cancelWith))",
+            failures.isEmpty ? nil : failures.joined(separator: "; "))
 
         let next = eventCursor
         try tap(500, 500)
@@ -432,7 +438,8 @@ final class FilterRun {
         let downs = touches(from: cursor, nil, "TOUCH_DOWN")
         record(
             "with app_max_contacts = 1 a second finger never reaches the app",
-            downs.count == 1 && downs[0].sysname == twinSysname ? nil : "downs: \(downs.map { "\($0.sysname) \($0.slot ?? -1)" })")
+            downs.count == 1 && downs[0].sysname == twinSysname
+                ? nil : "downs: \(downs.map { "\($0.sysname) \($0.slot ?? -1)" })")
     }
 
     /// With `swallow_after_idle_s = 1`, the first touch after a second without touches never reaches the app; the
@@ -475,7 +482,9 @@ final class FilterRun {
         var failures: [String] = []
         if removed == nil { failures.append("the twin was not removed") }
         if direct == nil { failures.append("the next tap did not reach the compositor from the panel") }
-        record("kill -9 leaves the compositor reading the panel", failures.isEmpty ? nil : failures.joined(separator: "; "))
+        record(
+            "kill -9 leaves the compositor reading the panel", failures.isEmpty ? nil : failures.joined(separator: "; ")
+        )
     }
 
     /// Unplugging the panel removes its twin (fault-cases.md F2).
@@ -529,8 +538,7 @@ final class FilterRun {
                 let cursor = eventCursor
                 guard let panel else { throw Abort("no panel") }
                 let timing = try attempt { () throws(DriverError) in try panel.write([.down(slot: 0, x: 500, y: 500)]) }
-                if let down = waitTouches(from: cursor, source, "TOUCH_DOWN", count: 1)?.first
-                {
+                if let down = waitTouches(from: cursor, source, "TOUCH_DOWN", count: 1)?.first {
                     let sample = Double(down.arrival - timing.beforeReport) / 1000
                     if filtering { twinSamples.append(sample) } else { directSamples.append(sample) }
                 }

@@ -7,6 +7,7 @@ enum UnitCheck: String, CaseIterable {
     case controlSocketNode = "control-socket-node"
     case controlSocketHello = "control-socket-hello"
     case hotplugTapUnderSandbox = "hotplug-tap-under-sandbox"
+    case secondInstanceRefused = "second-instance-refused"
     case synDroppedMessageID = "syn-dropped-message-id"
     case execTargetRuns = "exec-target-runs"
     case umaskApplies = "umask-applies"

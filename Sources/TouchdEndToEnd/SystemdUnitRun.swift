@@ -38,6 +38,7 @@ final class SystemdUnitRun {
             try checkSandbox()
             checkControlSocket()
             try hotplugAndTap()
+            try secondInstance()
             try synDroppedJournal()
             try execTarget()
             checkJournal()

@@ -823,6 +823,7 @@ private final class FakeInput: Sendable {
             case .set: verb = "set"
             case .send: verb = "send"
             case .screen: verb = "screen"
+            case .reload: verb = "reload"
             case .subscribe, .unsubscribe: verb = "?"
             }
             return [.response(client: client, id: request.id, result: #"{"verb":"\#(verb)"}"#)]

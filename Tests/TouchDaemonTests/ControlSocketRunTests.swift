@@ -141,7 +141,7 @@ struct ControlSocketRunTests {
             _ = try body()
             return nil
         } catch {
-            if case .refused(let code, _) = error { return code }
+            if case .refused(let code, _, _) = error { return code }
             return "failure: \(error)"
         }
     }

@@ -68,10 +68,29 @@ struct GoldenTests {
             config: TestSupport.packageRoot.appendingPathComponent("config/filter-kiosk.toml").path)
         #expect(actual == (try Self.golden("filter.jsonl")))
         let app = actual.filter { $0.hasPrefix(#"{"type":"app""#) }
-        #expect(app.count == 10)
+        #expect(app.count == 11)
         #expect(actual.contains(#"{"type":"app","time_ms":5000,"contact":0,"touch":"up","cancelled":true}"#))
         #expect(!app.contains { $0.contains(#""x":1000"#) || $0.contains(#""y":1060"#) || $0.contains(#""x":10,"#) })
         #expect(!app.contains { $0.contains(#""time_ms":70000"#) })
+    }
+
+    /// The attract loop of config/kiosk.toml: `idle` 120 s after start (start-up counts as a lift) and again 120 s
+    /// after the next lift, each once; `wake` at the touch-down after each, before the touch's own events.
+    @Test("examples/idle.touch on config/kiosk.toml: idle and wake at their times")
+    func idle() throws {
+        let actual = try Self.simulate(
+            script: TestSupport.packageRoot.appendingPathComponent("examples/idle.touch").path)
+        #expect(actual == (try Self.golden("idle.jsonl")))
+        let idle = actual.filter { $0.contains(#""control":"idle""#) }
+        #expect(
+            idle == [
+                #"{"type":"action","time_ms":120000,"control":"idle","event":"idle","action":"attract","target":"kiosk","responder":null}"#,
+                #"{"type":"action","time_ms":125000,"control":"idle","event":"wake","action":"welcome","target":"kiosk","responder":null}"#,
+                #"{"type":"action","time_ms":245080,"control":"idle","event":"idle","action":"attract","target":"kiosk","responder":null}"#,
+                #"{"type":"action","time_ms":250000,"control":"idle","event":"wake","action":"welcome","target":"kiosk","responder":null}"#,
+            ])
+        // The wake comes before the events of the touch that woke the kiosk.
+        #expect(actual.firstIndex(of: idle[1]).map { actual[$0 + 1].contains(#""event":"touchDown""#) } == true)
     }
 
     @Test(

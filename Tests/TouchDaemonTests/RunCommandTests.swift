@@ -83,11 +83,21 @@ struct RunCommandTests {
             if !text.contains("[control_socket]") {
                 text += "\n[control_socket]\nsocket = \"\(directory.appendingPathComponent("control.sock").path)\"\n"
             }
+            // A seat of its own: only one touchd runs per seat (InstanceLock), and tests run daemons side by side.
+            // No device is on it, as none is on seat0 of a build machine.
+            if !text.contains("[input]") {
+                text += "\n[input]\nseat = \"\(Self.uniqueSeat())\"\n"
+            }
             try text.write(to: config, atomically: true, encoding: .utf8)
             notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
         }
 
         deinit { try? FileManager.default.removeItem(at: directory) }
+
+        /// A seat name no other test uses: `test-` and 12 hexadecimal digits.
+        static func uniqueSeat() -> String {
+            "test-" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        }
 
         func start(environment: [String: String] = [:]) throws -> Daemon {
             try RunCommandTests.start(

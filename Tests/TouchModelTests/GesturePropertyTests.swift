@@ -20,7 +20,8 @@ struct GesturePropertyTests {
             Control(
                 id: "button", shape: .rect(Rect(x: 50, y: 50, width: 100, height: 60)), parent: "main", actions: table),
             Control(
-                id: "round", shape: .circle(Circle(center: Point(x: 300, y: 80), radius: 40)), actions: table),
+                id: "round", shape: .circle(Circle(center: Point(x: 300, y: 80), radius: 40)), actions: table,
+                toApp: random.chance(0.5)),
             Control(
                 id: "toggle", kind: .toggle, shape: .rect(Rect(x: 50, y: 200, width: 80, height: 40)), parent: "main",
                 actions: table),
@@ -79,7 +80,7 @@ struct GesturePropertyTests {
             var gesture = GestureRecognizer(
                 id: "g\(index)", kind: kind, fingers: fingers, shape: shape, parent: attachment.parent,
                 control: attachment.control, cancelsTouches: random.chance(0.7), delaysTouchesEnded: random.chance(0.7),
-                simultaneousWith: simultaneous, requiresFailureOf: requires)
+                simultaneousWith: simultaneous, requiresFailureOf: requires, delaysTouchesBegan: random.chance(0.4))
             gesture.add(target: .responderChain, action: "gesture", for: [.recognized, .ended, .failed])
             gesture.add(target: .target("sink"), action: "any", for: [.began, .changed, .cancelled])
             gestures.append(gesture)
@@ -90,7 +91,13 @@ struct GesturePropertyTests {
             screens: [Screen(id: "main", groups: ["main"]), Screen(id: "other", groups: ["other"])],
             applicationTarget: "app",
             targets: [Target(name: "sink", actions: .all), Target(name: "app", respondsTo: ["gesture"])],
-            settings: Scene.Settings(maximumContacts: 4, stuckContactTimeout: 2_000_000))
+            settings: Scene.Settings(
+                maximumContacts: 4, stuckContactTimeout: 2_000_000,
+                // Filter mode in most runs: the application beneath the controls, with or without its limits.
+                app: random.chance(0.8)
+                    ? AppSettings(
+                        maximumContacts: random.int(0..<3), swallowAfterIdle: random.chance(0.3) ? 300_000 : 0)
+                    : nil))
     }
 
     /// The random operations of PropertyTests with bursts of quick taps on the controls (contact 7)
@@ -135,6 +142,9 @@ struct GesturePropertyTests {
         var open: [String: ContactID?] = [:]
         var gestureStates: [String: GestureRecognizer.State] = [:]
         var lastGestureEvent: [String: GestureRecognizer.Event] = [:]
+        /// The application's touches that went down and have not ended (filter mode).
+        var appOpen: Set<UInt64> = []
+        var appEnded: Set<UInt64> = []
         let endings: Control.Event = [.touchUpInside, .touchUpOutside, .touchCancel]
         for (step, operation) in operations.enumerated() {
             let output = operation.run(on: &scene)
@@ -193,10 +203,34 @@ struct GesturePropertyTests {
                     if action.gestureEvent != nil, scene.gestureState(of: action.control) == nil {
                         fail("gesture action from unknown recognizer \(action.control)")
                     }
+                case .app(let record):
+                    // Each application touch: one down, moves, then exactly one up or cancel; never more down at
+                    // once than the limit.
+                    switch record.phase {
+                    case .down:
+                        if appOpen.contains(record.touch) || appEnded.contains(record.touch) {
+                            fail("application touch \(record.touch) went down twice")
+                        }
+                        appOpen.insert(record.touch)
+                        if let limit = scene.settings.app?.maximumContacts, limit > 0, appOpen.count > limit {
+                            fail("the application has \(appOpen.count) touches down, above its limit of \(limit)")
+                        }
+                        if record.location == nil { fail("application touch-down without a place") }
+                    case .move:
+                        if !appOpen.contains(record.touch) {
+                            fail("application move of touch \(record.touch) not down")
+                        }
+                    case .up, .cancel:
+                        if appOpen.remove(record.touch) == nil {
+                            fail("application \(record.phase) of touch \(record.touch) that is not down")
+                        }
+                        appEnded.insert(record.touch)
+                    }
                 }
             }
         }
         if !open.isEmpty { violations.append("seed \(seed): touches never ended on \(open.keys.sorted())") }
+        if !appOpen.isEmpty { violations.append("seed \(seed): application touches never ended: \(appOpen.sorted())") }
         for id in scene.gestureIDs where scene.gestureState(of: id) != .possible {
             violations.append("seed \(seed): \(id) left \(scene.gestureState(of: id).map(\.rawValue) ?? "?")")
         }
@@ -245,7 +279,7 @@ struct GesturePropertyTests {
                     case .event(let record):
                         if recognized && record.event == .touchCancel { cancelledByGesture = true }
                         if failed && record.event == .touchUpInside { lateLift = true }
-                    case .action: break
+                    case .action, .app: break
                     }
                 }
             }

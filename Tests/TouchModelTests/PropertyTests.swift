@@ -379,6 +379,8 @@ struct PropertyTests {
                     if expected.action == "nobody", action.target != nil { fail("unhandled action was handled") }
                 case .gesture(let record):
                     fail("gesture event \(record.event) of \(record.gesture) in a scene without recognizers")
+                case .app(let record):
+                    fail("application touch \(record.phase) in a scene without filter mode")
                 case .event(let record):
                     if !pending.isEmpty, let event = lastEvent {
                         fail("missing actions \(pending.map(\.action)) after \(event.event) of \(event.control)")

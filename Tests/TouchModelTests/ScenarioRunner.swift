@@ -15,20 +15,21 @@
 //     control ID KIND SHAPE [OPTION=VALUE...]
 //         KIND button | toggle | slider | segmented
 //         SHAPE rect X Y W H | circle CX CY R | polygon X,Y X,Y X,Y...
-//         options: parent= z= outset= repeat_ms= slop= target= enabled= selected= value=
+//         options: parent= z= outset= repeat_ms= slop= target= enabled= selected= value= to_app=
 //         slider: min= max= axis=horizontal|vertical continuous=true|false
 //         segmented: segments=N (required) axis=
 //     action CONTROL EVENTS TARGET|- ACTION  adds an entry (TargetActionTable.add); `-` = nil target
 //     gesture ID KIND [SHAPE] [OPTION=VALUE...]   a recognizer, in declaration order
 //         KIND tap | long_press | swipe | pan | pinch; no SHAPE: its control's, group's or everywhere
-//         options: fingers= parent= control= cancels=true|false delays=true|false
+//         options: fingers= parent= control= cancels=true|false delays=true|false delays_began=true|false
 //                  simultaneous=G,G... requires=G,G...
 //         tap: taps= max_ms= movement= interval_ms= slop=    long_press: min_ms= movement=
 //         swipe: directions=left,up... distance= max_ms= edge=left|right|top|bottom margin=
 //         pan: distance=    pinch: threshold=
 //     gaction GESTURE EVENTS TARGET|- ACTION  a recognizer's entry; EVENTS: began,changed,recognized,...
 //     output W H                             the screen whose edges swipes start from (1920 1080)
-//     settings [max_contacts=N] [stuck_ms=N] [active_screen=ID]
+//     settings [max_contacts=N] [stuck_ms=N] [active_screen=ID] [app=on] [app_max=N] [swallow_ms=N]
+//                                            app...: the application beneath the controls (filter mode)
 //     expect deadlines                       every step also prints `> deadline MS` (nextDeadline)
 //
 // EVENTS is a comma-separated list of event or mask names (`touchDown,allEditingEvents`) or
@@ -57,6 +58,7 @@
 //     > event C EVENT [contact=N] state=STATE [value=V]         each Output entry, in order
 //     > gesture G EVENT state=STATE contacts=N,N|- [translation=X,Y] [scale=S] [direction=D]
 //     > action C|G EVENT ACTION target=T responder=R | target=-   (`-`: unhandled)
+//     > app C down|move|up|cancel [X,Y]                         what the application sees (filter mode)
 //     ! DIAGNOSTIC                                              Diagnostic.description, in order
 //     > deadline MS                                             only after `expect deadlines`
 //
@@ -202,6 +204,10 @@ struct ScenarioRunner {
                 let event = action.gestureEvent.map(\.description) ?? action.event.description
                 var line = "> action \(action.control) \(event) \(action.action) target=\(action.target ?? "-")"
                 if let responder = action.responder { line += " responder=\(responder.id)" }
+                lines.append(line)
+            case .app(let record):
+                var line = "> app \(record.contact) \(record.phase.rawValue)"
+                if let location = record.location { line += " \(Self.format(location.x)),\(Self.format(location.y))" }
                 lines.append(line)
             }
         }
@@ -423,11 +429,11 @@ private struct ScenarioParser {
         let words = tokens(String(line.dropFirst()))
         guard let head = words.first else { throw ScenarioLineError("empty `>` line") }
         guard
-            ["event", "action", "deadline", "entry", "control", "contacts", "table", "gesture", "recognizer"]
+            ["event", "action", "deadline", "entry", "control", "contacts", "table", "gesture", "recognizer", "app"]
                 .contains(head)
         else {
             throw ScenarioLineError(
-                "unknown output line `> \(head)` (event, gesture, action, deadline, entry, control, contacts, recognizer)"
+                "unknown output line `> \(head)` (event, gesture, action, app, deadline, entry, control, contacts, recognizer)"
             )
         }
         return "> " + words.joined(separator: " ")
@@ -497,6 +503,15 @@ private struct ScenarioParser {
                 declarations.settings.stuckContactTimeout = UInt64(stuck) * 1000
             }
             if let screen = try options.string("active_screen") { declarations.activeScreen = screen }
+            // The application beneath the controls (filter mode): on with `app=on`, or any of its settings.
+            let app = try options.string("app")
+            let appMaximum = try options.integer("app_max")
+            let swallow = try options.integer("swallow_ms")
+            if app == "on" || appMaximum != nil || swallow != nil {
+                guard (swallow ?? 0) >= 0 else { throw ScenarioLineError("swallow_ms must not be negative") }
+                declarations.settings.app = AppSettings(
+                    maximumContacts: appMaximum ?? 0, swallowAfterIdle: UInt64(swallow ?? 0) * 1000)
+            }
             try options.finish()
         case "expect":
             guard arguments == ["deadlines"] else { throw ScenarioLineError("usage: expect deadlines") }
@@ -553,7 +568,7 @@ private struct ScenarioParser {
             isEnabled: try options.boolean("enabled") ?? true, isSelected: try options.boolean("selected") ?? false,
             value: try options.number("value"), dragOutset: try options.number("outset") ?? Control.defaultDragOutset,
             repeatInterval: repeatInterval, repeatSlop: try options.number("slop") ?? Control.defaultRepeatSlop,
-            target: try options.string("target"))
+            target: try options.string("target"), toApp: try options.boolean("to_app") ?? true)
         try options.finish()
         return control
     }
@@ -620,7 +635,8 @@ private struct ScenarioParser {
             parent: try options.string("parent"), control: try options.string("control"),
             cancelsTouches: try options.boolean("cancels") ?? true,
             delaysTouchesEnded: try options.boolean("delays") ?? true,
-            simultaneousWith: try list("simultaneous"), requiresFailureOf: try list("requires"))
+            simultaneousWith: try list("simultaneous"), requiresFailureOf: try list("requires"),
+            delaysTouchesBegan: try options.boolean("delays_began") ?? false)
         try options.finish()
         return gesture
     }

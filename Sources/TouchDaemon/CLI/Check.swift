@@ -56,6 +56,11 @@ extension Configuration {
             "\(count(targets.count, "target")) (\(sockets) socket, \(targets.count - sockets) exec), \(count(actions, "action"))",
         ]
         if !devices.isEmpty { lines.append(count(devices.count, "device matcher")) }
+        if idle.isEnabled {
+            lines.append(
+                "idle after \(count(Int(idle.timeout / 1_000_000), "second")) without a touch"
+                    + (idle.screen.map { ": screen \($0)" } ?? "") + ", \(count(idle.actions.count, "idle action"))")
+        }
         if !applicationEvents.isEmpty {
             lines.append("application events: \(applicationEvents.keys.sorted().joined(separator: ", "))")
         }

@@ -49,4 +49,6 @@ enum ExitStatus {
     static let data: Int32 = 65
     /// sysexits.h EX_CANTCREAT: an output file cannot be written.
     static let cannotCreate: Int32 = 73
+    /// sysexits.h EX_TEMPFAIL: another `touchd run` holds the seat; under systemd the unit tries again later.
+    static let anotherInstance: Int32 = 75
 }

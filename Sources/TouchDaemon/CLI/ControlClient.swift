@@ -16,8 +16,8 @@ final class ControlClient {
         case lost(String)
         /// The server's answer was not what the protocol says (76, EX_PROTOCOL).
         case protocolError(String)
-        /// The server refused the request (1).
-        case refused(code: String, message: String)
+        /// The server refused the request (1); `problems` are an `invalid_configuration` refusal's problem lines.
+        case refused(code: String, message: String, problems: [String])
 
         var description: String {
             switch self {
@@ -26,7 +26,10 @@ final class ControlClient {
                 return "cannot connect to \(path): \(UnixSocket.describe(error))\(hint)"
             case .lost(let why): return "connection lost: \(why)"
             case .protocolError(let why): return "unexpected answer from touchd: \(why)"
-            case .refused(let code, let message): return "\(code): \(message)"
+            case .refused(let code, let message, let problems):
+                let hint = code == "unauthorized" ? " (controllers are root and members of touchd-admin)" : ""
+                // One problem a line, as `touchd check` prints them.
+                return (["\(code): \(message)\(hint)"] + problems).joined(separator: "\n")
             }
         }
 
@@ -134,6 +137,26 @@ final class ControlClient {
                 throw .protocolError("a response with neither ok nor an error: \(Self.excerpt(line.text))")
             }
             return line
+        }
+    }
+
+    /// A subscription's stream, after its response: hands every line but responses to `show` (which says whether the
+    /// line counts towards `count`) until `count` lines counted (nil: for ever). Lines come when they come, so no
+    /// timeout applies from here on; an `overflow` or `shutdown` line ends the stream as a lost connection.
+    func stream(count: Int?, _ show: (Line) -> Bool) throws(Failure) {
+        timeout = nil
+        var received = 0
+        while count.map({ received < $0 }) ?? true {
+            let line = try readLine()
+            let type = line.value["type"]?.stringValue
+            guard type != "response" else { continue }
+            if show(line) { received += 1 }
+            fflush(nil)
+            switch type {
+            case "overflow": throw .lost("touchd dropped this subscriber: it read too slowly")
+            case "shutdown": throw .lost("touchd is stopping")
+            default: break
+            }
         }
     }
 
@@ -273,6 +296,7 @@ final class ControlClient {
         guard line.value["ok"]?.boolValue == false else { return nil }
         let error = line.value["error"]
         return .refused(
-            code: error?["code"]?.stringValue ?? "unknown", message: error?["message"]?.stringValue ?? line.text)
+            code: error?["code"]?.stringValue ?? "unknown", message: error?["message"]?.stringValue ?? line.text,
+            problems: error?["problems"]?.arrayValue?.compactMap(\.stringValue) ?? [])
     }
 }

@@ -7,22 +7,36 @@ struct Ctl: ParsableCommand {
         commandName: "ctl",
         abstract: "Talk to a running touchd over its control socket.",
         discussion: """
+            The socket is --socket PATH; else [control_socket] socket of --config PATH; else of \
+            /etc/touchd/touchd.toml when it is readable; else /run/touchd/control.sock. Only that key is read, so a \
+            file with other problems still names its socket. Options may come before or after the verb. \
             Human-readable output by default; --json prints the server's lines as received, for scripts. Exit \
             status: 0 done, 1 touchd refused the request (its error code and message on stderr), 69 cannot \
             connect or the connection was lost (or touchd did not answer within --timeout), 76 touchd's answer \
-            broke the protocol (not JSON, a response to another request, a line over 1 MiB).
+            broke the protocol (not JSON, a response to another request, a line over 1 MiB), 78 the configuration \
+            names no usable socket.
             """,
         subcommands: [
             CtlState.self, CtlStats.self, CtlEnable.self, CtlDisable.self, CtlSet.self, CtlSend.self, CtlScreen.self,
-            CtlSubscribe.self,
+            CtlSubscribe.self, CtlMonitor.self, CtlReload.self,
         ]
     )
+
+    /// The same options as every subcommand's, so that they may come before the verb as well as after it: the
+    /// subcommand's `@OptionGroup var options` shares these values.
+    @OptionGroup var options: CtlOptions
 }
 
 /// The options every `ctl` subcommand takes.
 struct CtlOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The control socket.", valueName: "path"))
-    var socket: String = "/run/touchd/control.sock"
+    @Option(help: ArgumentHelp("The control socket (default: from the configuration).", valueName: "path"))
+    var socket: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The configuration whose [control_socket] socket to use (default: /etc/touchd/touchd.toml when readable).",
+            valueName: "path"))
+    var config: String?
 
     @Flag(help: "Print the server's JSON lines as received.")
     var json = false
@@ -36,8 +50,20 @@ struct CtlOptions: ParsableArguments {
         }
     }
 
+    /// The socket to connect to (``ControlSocketLocator``); a configuration that names no usable one ends the
+    /// program with 78.
+    func socketPath() throws -> String {
+        switch ControlSocketLocator.socket(socket: socket, configuration: config) {
+        case .success(let path): return path
+        case .failure(let failure):
+            printError("touchd ctl: \(failure)")
+            throw ExitCode(ExitStatus.configuration)
+        }
+    }
+
     /// Connects and says hello; failures end the program with their exit status.
     func connect() throws -> ControlClient {
+        let socket = try socketPath()
         do {
             // validate() bounds the timeout, so the conversion cannot trap.
             let client = try ControlClient(path: socket, timeout: UInt64((timeout * 1_000_000).rounded()))
@@ -220,7 +246,7 @@ struct CtlSubscribe: ParsableCommand {
         if !events.isEmpty { members.add("events", strings: events) }
         if !gestures.isEmpty { members.add("gestures", strings: gestures) }
         let client = try options.connect()
-        do {
+        do throws(ControlClient.Failure) {
             let response = try client.request("subscribe", members: members.members)
             if options.json {
                 print(response.text)
@@ -229,23 +255,12 @@ struct CtlSubscribe: ParsableCommand {
                 print("-- events --")
             }
             fflush(nil)
-            // Events come when they come: no timeout from here on.
-            client.timeout = nil
-            var received = 0
-            while count.map({ received < $0 }) ?? true {
-                let line = try client.readLine()
-                guard line.value["type"]?.stringValue != "response" else { continue }
+            try client.stream(count: count) { line in
                 print(options.json ? line.text : CtlFormat.event(line.value))
-                fflush(nil)
-                switch line.value["type"]?.stringValue {
-                case "event": received += 1
-                case "overflow": throw ControlClient.Failure.lost("touchd dropped this subscriber: it read too slowly")
-                case "shutdown": throw ControlClient.Failure.lost("touchd is stopping")
-                default: break
-                }
+                return line.value["type"]?.stringValue == "event"
             }
-        } catch let failure as ControlClient.Failure {
-            throw options.fail(failure)
+        } catch {
+            throw options.fail(error)
         }
     }
 }

@@ -52,6 +52,22 @@ struct Run: ParsableCommand {
             for problem in error.problems { logger.error("\(options.config): error: \(problem)") }
             throw ExitCode(ExitStatus.configuration)
         }
+        // One instance per seat, taken before anything touches the system: a second touchd creates or removes no
+        // socket, opens no device and starts no thread. A lock the system refuses (not one another touchd holds)
+        // does not stop touchd: the touchscreen matters more.
+        var instanceLock: InstanceLock?
+        switch InstanceLock.acquire(seat: configuration.seat) {
+        case .success(let lock):
+            instanceLock = lock
+        case .failure(let failure):
+            guard case .held = failure else {
+                logger.warning("running without the one-instance-per-seat lock: \(failure)")
+                break
+            }
+            logger.critical("\(failure)", metadata: ["seat": "\(configuration.seat)"])
+            notifier.notify(["STATUS=\(failure)"])
+            throw ExitCode(ExitStatus.anotherInstance)
+        }
         let sockets: SocketTargetSender
         do {
             sockets = try SocketTargetSender(logger: logger, clock: monotonicMicroseconds)
@@ -75,11 +91,12 @@ struct Run: ParsableCommand {
             controlProblem = started.problem
         }
         let path = options.config
+        let lock = instanceLock
         let status = runOnDedicatedThread(name: "touchd-input") {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
                 notifier: notifier, executors: Executors(sockets: sockets, commands: commands), control: control,
-                controlProblem: controlProblem, strictPermissions: strictPermissions
+                controlProblem: controlProblem, strictPermissions: strictPermissions, instanceLock: lock
             ).run(signals: signals)
         }
         // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.

@@ -43,9 +43,12 @@ struct Simulate: ParsableCommand {
                     switch effect {
                     case .output(let output, let time):
                         for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
+                    case .idle(let transition):
+                        for line in Simulation.render(transition) { print(line) }
                     case .log(_, let message, let metadata):
                         note(message, metadata)
-                    case .deliver, .control, .notify, .configureExecutors, .filterDevices, .forward:
+                    case .deliver, .control, .notify, .configureExecutors, .filterDevices, .forward,
+                        .reloadConfiguration:
                         break
                     }
                 }
@@ -85,23 +88,30 @@ struct Simulate: ParsableCommand {
         executors.configure(configuration)
         let started = monotonicMicroseconds()
         var origin: UInt64?
+        /// Keeps the input's spacing: sleeps until `time`, measured from the first output's.
+        func wait(until time: Instant) {
+            let first = origin ?? time.microseconds
+            origin = first
+            let due = started &+ time.microseconds.saturatingSubtract(first)
+            let now = monotonicMicroseconds()
+            if due > now { usleep(UInt32(clamping: due - now)) }
+        }
         simulation.run(played) { effects in
             // The engine's deliveries, exactly as touchd run hands them to its executors.
             var deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
             for effect in effects {
                 switch effect {
                 case .output(let output, let time):
-                    // Keep the input's spacing: sleep until this output's time, measured from the first one.
-                    let first = origin ?? time.microseconds
-                    origin = first
-                    let due = started &+ time.microseconds.saturatingSubtract(first)
-                    let now = monotonicMicroseconds()
-                    if due > now { usleep(UInt32(clamping: due - now)) }
+                    wait(until: time)
                     for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
                     fflush(nil)  // all streams: Swift 6 refuses a reference to the global `stdout`
+                case .idle(let transition):
+                    wait(until: transition.time)
+                    for line in Simulation.render(transition) { print(line) }
+                    fflush(nil)
                 case .deliver(let delivery, let executor, _): deliveries.append((delivery, executor))
                 case .log(_, let message, let metadata): note(message, metadata)
-                case .control, .notify, .configureExecutors, .filterDevices, .forward: break
+                case .control, .notify, .configureExecutors, .filterDevices, .forward, .reloadConfiguration: break
                 }
             }
             executors.submit(deliveries)

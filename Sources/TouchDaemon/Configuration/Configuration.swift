@@ -158,6 +158,8 @@ struct Configuration: Sendable {
     var tracking: Tracking
     var control = ControlSocket()
     var filter = Filter()
+    /// `[idle]`: the attract loop (Configuration+Idle.swift).
+    var idle = Idle()
     var targets: [TargetDefinition]
     var applicationTarget: String?
     /// Names the configuration gives to events of the `applicationReserved` range.

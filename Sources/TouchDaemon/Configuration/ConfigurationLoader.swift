@@ -202,12 +202,13 @@ private struct Decoder {
         checkFilterKeys(
             filter: filter, deadZones: deadZoneSource, gestures: gestures,
             gestureTables: tablesByID(gestureIDs, gestureTables))
+        let idle = decodeIdle(targets: targetsByName, screens: Set(screenIDs.compactMap { $0 }))
         root.finish()
 
         guard let output, let tracking else { return nil }
         return Configuration(
             output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
-            filter: filter, targets: targets,
+            filter: filter, idle: idle, targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
             groups: groups, controls: controls, gestures: gestures, warnings: warnings.warnings)
     }
@@ -836,7 +837,49 @@ private struct Decoder {
             maximumDuration: maximumDuration, allowableMovement: allowableMovement, minimumDistance: minimumDistance,
             directions: directions, edge: edge, edgeMargin: edgeMargin, shape: shape ?? nil, parent: parent,
             control: control, cancelsTouches: cancelsTouches, delaysTouchesEnded: delaysTouchesEnded,
-            delaysTouchesBegan: delaysTouchesBegan, simultaneousWith: relations[0], requiresFailureOf: relations[1], actions: actions)
+            delaysTouchesBegan: delaysTouchesBegan, simultaneousWith: relations[0], requiresFailureOf: relations[1],
+            actions: actions)
+    }
+
+    // MARK: - Idle
+
+    /// `[idle]`: the timeout, the screen shown at idle and the actions of `idle` and `wake`.
+    private func decodeIdle(
+        targets: [String: Configuration.TargetDefinition], screens: Set<String>
+    ) -> Configuration.Idle {
+        var idle = Configuration.Idle()
+        guard let table = root.table("idle") else { return idle }
+        defer { table.finish() }
+        if let seconds = table.integer("timeout_s", in: 0...Configuration.Idle.maximumTimeoutSeconds) {
+            // In range, so the product stays far below UInt64.max.
+            idle.timeout = UInt64(seconds) * 1_000_000
+        }
+        if let screen = table.string("screen") {
+            if screens.contains(screen) {
+                idle.screen = screen
+            } else {
+                table.report("screen", unknown("screen", screen, screens))
+            }
+        }
+        let names = Configuration.Idle.Event.allCases.map(\.rawValue)
+        for action in table.tables("actions", limit: Limits.actionsPerControl) {
+            defer { action.finish() }
+            let events = action.strings("events", limit: 8, required: true) ?? []
+            if action.table.contains(key: "events"), events.isEmpty {
+                action.report("events", "no events: name at least one of \(names.joined(separator: ", "))")
+            }
+            var valid = Set<Configuration.Idle.Event>()
+            for (index, name) in events.enumerated() {
+                if let event = Configuration.Idle.Event(rawValue: name) {
+                    valid.insert(event)
+                } else {
+                    log.report("\(action.keyPath("events"))[\(index)]", unknown("idle event", name, names))
+                }
+            }
+            guard let (target, name) = decodeActionTarget(action, targets: targets), !valid.isEmpty else { continue }
+            idle.actions.append(Configuration.Idle.Action(events: valid, target: target, action: name))
+        }
+        return idle
     }
 
     // MARK: - Shapes

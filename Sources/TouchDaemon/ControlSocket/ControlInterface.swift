@@ -37,7 +37,8 @@ enum ControlRole: String, Hashable, Sendable, Comparable {
 
 /// Which events a subscriber wants. Every list that is nil means "all"; an empty list means "none".
 struct ControlSubscriptionFilter: Hashable, Sendable {
-    /// Event kinds: `control`, `gesture`, `state`, `screen`, `device`, `config`, `action`.
+    /// Event kinds: `control`, `gesture`, `state`, `screen`, `device`, `config`, and `contact` (controllers only, never
+    /// included when the list is nil).
     var kinds: [String]? = nil
     /// Control ids whose events (kind `control`, `state`) are wanted.
     var controls: [String]? = nil
@@ -65,12 +66,20 @@ struct ControlRequest: Hashable, Sendable {
         case subscribe(ControlSubscriptionFilter)
         /// Ends the subscription; the connection stays open.
         case unsubscribe
+        /// Reloads the configuration file, as SIGHUP does; the answer is the new generation or every problem.
+        case reload
     }
 
     var client: ControlClientID
     var id: ControlRequestID
     var role: ControlRole
     var command: Command
+}
+
+/// A request waiting for an answer that the input thread gives later (a reload, after the file was read).
+struct ControlRequester: Hashable, Sendable {
+    var client: ControlClientID
+    var id: ControlRequestID
 }
 
 /// What the server tells the input thread.
@@ -89,6 +98,7 @@ struct ControlError: Error, Hashable, Sendable {
         case badRequest = "bad_request"
         case busy
         case helloRequired = "hello_required"
+        case invalidConfiguration = "invalid_configuration"
         case invalidValue = "invalid_value"
         case lineTooLong = "line_too_long"
         case rateLimited = "rate_limited"
@@ -106,6 +116,13 @@ struct ControlError: Error, Hashable, Sendable {
 
     var code: Code
     var message: String
+    /// `invalid_configuration`: every problem of the file, as `touchd check` prints them (`PATH:LINE:COLUMN: error:
+    /// …`), at most ``maximumProblems``.
+    var problems: [String]? = nil
+
+    /// The most problems one refusal lists: with lines of at most 1,000 bytes, the response stays far below a
+    /// connection's queue limit (256 KiB).
+    static let maximumProblems = 100
 
     static func badRequest(_ message: String) -> ControlError { ControlError(code: .badRequest, message: message) }
 }

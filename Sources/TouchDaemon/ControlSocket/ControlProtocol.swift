@@ -24,13 +24,13 @@ enum ControlProtocol {
 
     /// The verbs a request's `type` may name.
     enum Verb: String, Hashable, Sendable, CaseIterable {
-        case hello, state, stats, set, send, screen, subscribe, unsubscribe
+        case hello, state, stats, set, send, screen, subscribe, unsubscribe, reload
 
         /// The members the verb takes besides `type` and `id`.
         var members: Set<String> {
             switch self {
             case .hello: ["v"]
-            case .state, .stats, .unsubscribe: []
+            case .state, .stats, .unsubscribe, .reload: []
             case .set: ["control", "enabled", "selected", "value"]
             case .send: ["control", "events"]
             case .screen: ["screen"]
@@ -86,12 +86,25 @@ enum ControlProtocol {
         }
     }
 
-    /// Whether `command` needs the controller role: `set`, `send`, and `screen` that switches screens.
+    /// Whether `command` needs the controller role: `set`, `send`, `screen` that switches screens, `reload`, and a
+    /// subscription to live contacts.
     static func needsController(_ command: ControlRequest.Command) -> Bool {
+        controllerReason(command) != nil
+    }
+
+    /// Why `command` needs the controller role, for the `unauthorized` refusal of an observer; nil when it does not.
+    static func controllerReason(_ command: ControlRequest.Command) -> String? {
         switch command {
-        case .set, .send, .screen(.some): return true
-        case .state, .stats, .screen(.none), .subscribe, .unsubscribe: return false
+        case .set, .send, .screen(.some), .reload: return "this verb needs the controller role"
+        case .subscribe(let filter) where watchesContacts(filter):
+            return "the contact kind needs the controller role (touch positions can reveal a PIN typed on the panel)"
+        case .state, .stats, .screen(.none), .subscribe, .unsubscribe: return nil
         }
+    }
+
+    /// Whether a subscription asks for live contacts (only ever by name).
+    static func watchesContacts(_ filter: ControlSubscriptionFilter) -> Bool {
+        filter.kinds?.contains(ControlSubscriptions.Kind.contact.rawValue) == true
     }
 
     private static func requestID(_ value: JSONValue) -> ControlRequestID? {
@@ -141,6 +154,8 @@ enum ControlProtocol {
             return .request(id: id, command: .subscribe(filter))
         case .unsubscribe:
             return .request(id: id, command: .unsubscribe)
+        case .reload:
+            return .request(id: id, command: .reload)
         }
     }
 
@@ -192,6 +207,14 @@ enum ControlProtocol {
         JSONLine.appendString(error.code.rawValue, to: &text)
         text += #","message":"#
         JSONLine.appendString(error.message, to: &text)
+        if let problems = error.problems {
+            text += #","problems":["#
+            for (index, problem) in problems.enumerated() {
+                if index > 0 { text += "," }
+                JSONLine.appendString(problem, to: &text)
+            }
+            text += "]"
+        }
         return text + "}}"
     }
 

@@ -681,11 +681,15 @@ final class ControlServerLoop {
                     connection, id: id, ControlError(code: .helloRequired, message: "send hello first"), now: now)
                 return
             }
-            guard connection.role == .controller || !ControlProtocol.needsController(command) else {
-                refuse(
-                    connection, id: id,
-                    ControlError(code: .unauthorized, message: "this verb needs the controller role"), now: now)
-                return
+            if let reason = ControlProtocol.controllerReason(command) {
+                guard connection.role == .controller else {
+                    refuse(connection, id: id, ControlError(code: .unauthorized, message: reason), now: now)
+                    return
+                }
+                if case .subscribe(let filter) = command, ControlProtocol.watchesContacts(filter) {
+                    // Who watches live contacts is always logged with the peer's credentials (docs/control-socket.md).
+                    logger.notice("control client asks to watch live contacts", metadata: connection.metadata)
+                }
             }
             guard connection.awaiting < settings.maxPendingRequests else {
                 refuse(

@@ -11,6 +11,12 @@ struct ControlSubscriptions {
     /// The kinds of events a subscriber can ask for (docs/control-socket.md, "Events").
     enum Kind: String, CaseIterable, Sendable {
         case control, gesture, state, screen, device, config
+        /// Live contacts with their positions (`touchd ctl monitor`): controllers only, and only when asked for by
+        /// name, never part of "every kind".
+        case contact
+
+        /// The kinds a subscription without `kinds` gets.
+        static let byDefault: Set<Kind> = Set(allCases).subtracting([.contact])
     }
 
     /// A checked filter, ready to install.
@@ -29,6 +35,12 @@ struct ControlSubscriptions {
     private static let prefix = "control-socket:"
 
     private(set) var subscriptions: [ControlClientID: Subscription] = [:]
+    /// The subscribers of kind `contact`, in connection order; kept as subscriptions change, so a frame asks only
+    /// ``watchesContacts``.
+    private(set) var contactRecipients: [ControlClientID] = []
+
+    /// Whether anyone watches live contacts: the one question the input path asks when nobody does.
+    var watchesContacts: Bool { !contactRecipients.isEmpty }
 
     /// The scene target standing for a connection. Configured target names cannot contain ':', so it never clashes.
     static func targetName(of client: ControlClientID) -> String { prefix + String(client) }
@@ -52,6 +64,7 @@ struct ControlSubscriptions {
         remove(client, scene: &scene)
         subscriptions[client] = subscription
         install(client, subscription, in: &scene)
+        if subscription.kinds.contains(.contact) { contactRecipients = recipients(of: .contact) }
         return nil
     }
 
@@ -59,6 +72,7 @@ struct ControlSubscriptions {
     mutating func remove(_ client: ControlClientID, scene: inout Scene) {
         guard subscriptions.removeValue(forKey: client) != nil else { return }
         scene.removeTarget(named: Self.targetName(of: client))
+        contactRecipients.removeAll { $0 == client }
     }
 
     /// After a reload: installs every subscription in the new scene. Controls and gestures that no longer exist are
@@ -106,7 +120,7 @@ struct ControlSubscriptions {
     static func check(
         _ filter: ControlSubscriptionFilter, scene: Scene, configuration: Configuration
     ) -> Result<Subscription, ControlError> {
-        var kinds = Set(Kind.allCases)
+        var kinds = Kind.byDefault
         if let names = filter.kinds {
             kinds = []
             for name in names {

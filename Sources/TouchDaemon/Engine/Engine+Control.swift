@@ -19,7 +19,7 @@ extension Engine {
         var effects: [Effect] = []
         switch note {
         case .request(let request): answer(request, now: now, edge: edge, into: &effects)
-        case .disconnected(let client): subscriptions.remove(client, scene: &scene)
+        case .disconnected(let client): removeSubscription(client, into: &effects)
         }
         return effects
     }
@@ -115,24 +115,76 @@ extension Engine {
                     into: &effects)
                 if changed {
                     effects.append(.log(.info, "screen switched over the control socket", ["screen": "\(screen)"]))
-                    var members = JSONLine()
-                    members.add("kind", ControlSubscriptions.Kind.screen.rawValue)
-                    members.add("screen", screen)
-                    broadcast(.screen, members: members.members, into: &effects)
+                    broadcastScreen(screen, into: &effects)
                 }
             }
             var result = JSONLine()
             result.add("active_screen", scene.activeScreen)
             effects.append(.control(.response(client: client, id: id, result: result.line)))
         case .subscribe(let filter):
+            let watched = subscriptions.contactRecipients.contains(client)
             if let error = subscriptions.subscribe(client, filter: filter, scene: &scene, configuration: configuration)
             {
                 return effects.append(.control(.failure(client: client, id: id, error: error)))
             }
             effects.append(.control(.subscribed(client: client, id: id, snapshot: stateJSON())))
+            // Positions can reveal a PIN typed on the panel: who watches is always in the log (the connection's uid
+            // and pid are on its `control client connected` line).
+            let watches = subscriptions.contactRecipients.contains(client)
+            if watches != watched {
+                effects.append(
+                    .log(
+                        watches ? .notice : .info,
+                        watches
+                            ? "control client watches live contacts (positions included)"
+                            : "control client stopped watching live contacts",
+                        ["client": "\(client)", "watchers": "\(subscriptions.contactRecipients.count)"]))
+            }
         case .unsubscribe:
-            subscriptions.remove(client, scene: &scene)
+            removeSubscription(client, into: &effects)
             effects.append(.control(.unsubscribed(client: client, id: id)))
+        case .reload:
+            effects.append(.log(.info, "reload asked over the control socket", ["client": "\(client)"]))
+            effects.append(.reloadConfiguration(requestedBy: ControlRequester(client: client, id: id)))
+        }
+    }
+
+    /// Ends a connection's subscription, saying so when it watched live contacts.
+    private mutating func removeSubscription(_ client: ControlClientID, into effects: inout [Effect]) {
+        let watched = subscriptions.contactRecipients.contains(client)
+        subscriptions.remove(client, scene: &scene)
+        if watched {
+            effects.append(
+                .log(
+                    .info, "control client stopped watching live contacts",
+                    ["client": "\(client)", "watchers": "\(subscriptions.contactRecipients.count)"]))
+        }
+    }
+
+    /// Answers the clients that asked for a reload that was taken: the new generation.
+    func answerReload(_ requesters: [ControlRequester], into effects: inout [Effect]) {
+        guard !requesters.isEmpty else { return }
+        var result = JSONLine()
+        result.add("generation", generation)
+        result.add("controls", configuration.controls.count)
+        for requester in requesters {
+            effects.append(.control(.response(client: requester.client, id: requester.id, result: result.line)))
+        }
+    }
+
+    /// Answers the clients that asked for a reload that was refused: every problem (up to a bound that keeps the
+    /// line within the connection's queue), and that the running configuration stays.
+    func refuseReload(_ lines: [String], requesters: [ControlRequester], into effects: inout [Effect]) {
+        guard !requesters.isEmpty else { return }
+        let shown = lines.prefix(ControlError.maximumProblems).map {
+            $0.count > 1_000 ? String($0.prefix(1_000)) + "…" : $0
+        }
+        var message = "the configuration was refused with \(lines.count) problem\(lines.count == 1 ? "" : "s"); "
+        message += "generation \(generation) stays in use"
+        if shown.count < lines.count { message += " (the first \(shown.count) are listed; touchd check lists all)" }
+        let error = ControlError(code: .invalidConfiguration, message: message, problems: shown)
+        for requester in requesters {
+            effects.append(.control(.failure(client: requester.client, id: requester.id, error: error)))
         }
     }
 
@@ -170,6 +222,14 @@ extension Engine {
         guard !recipients.isEmpty else { return }
         let key = kind == .state ? control.map { "state:\($0)" } : nil
         effects.append(.control(.event(ControlEvent(recipients: recipients, members: members, coalescingKey: key))))
+    }
+
+    /// Tells subscribers the active screen changed.
+    func broadcastScreen(_ screen: String, into effects: inout [Effect]) {
+        var members = JSONLine()
+        members.add("kind", ControlSubscriptions.Kind.screen.rawValue)
+        members.add("screen", screen)
+        broadcast(.screen, members: members.members, into: &effects)
     }
 
     /// Tells subscribers about a touchscreen that came, went or was left out.

@@ -108,7 +108,8 @@ extension Engine {
             }
             guard filter.filtered.contains(device) else { continue }
             let position = record.location.flatMap { router.devicePosition(of: $0, on: device) }
-            let change = TwinChange(touch: record.touch, phase: record.phase, slot: slot, x: position?.x, y: position?.y)
+            let change = TwinChange(
+                touch: record.touch, phase: record.phase, slot: slot, x: position?.x, y: position?.y)
             if let index = frames.firstIndex(where: { $0.device == device }) {
                 frames[index].changes.append(change)
             } else {

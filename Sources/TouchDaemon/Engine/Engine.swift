@@ -22,6 +22,12 @@ enum Effect: Sendable {
     /// The scene's output as it came, for an observer (`touchd simulate` prints it); only when the engine was made
     /// with `observesOutput`. `time` is the input's or the deadline's time.
     case output(Output, at: Instant)
+    /// An `[idle]` event and the actions it fired, for an observer (`touchd simulate` prints them); only when the
+    /// engine was made with `observesOutput`. The deliveries themselves come as ``deliver(_:executor:fromInput:)``.
+    case idle(IdleTransition)
+    /// A controller asked over the control socket for a reload: read the file and hand the outcome to
+    /// ``Engine/reload(_:path:now:requesters:)`` with this requester, who gets the answer.
+    case reloadConfiguration(requestedBy: ControlRequester)
 
     enum Notification: Equatable, Sendable {
         /// `READY=1` with the status: after start and after a reload (taken or refused).
@@ -79,11 +85,19 @@ struct Engine {
     private(set) var router: TouchRouter
     /// 1 at start, one more per reload taken.
     private(set) var generation = 1
-    private(set) var statistics = Statistics()
+    /// Changed only by the engine's own files (Engine/).
+    var statistics = Statistics()
     /// The control socket's subscribers: weak targets in the scene.
     var subscriptions = ControlSubscriptions()
-    /// When the scene next needs ``advance(to:)``, if ever.
-    private(set) var nextDeadline: Instant?
+    /// When the scene next needs ``Scene/advance(to:)``, if ever.
+    private(set) var sceneDeadline: Instant?
+    /// `[idle]`'s clock (Engine+Idle.swift).
+    var idleClock = IdleClock()
+    /// When the engine next needs ``advance(to:)``, if ever: the scene's deadline or idle's.
+    var nextDeadline: Instant? {
+        guard let idle = idleClock.deadline else { return sceneDeadline }
+        return sceneDeadline.map { min($0, idle) } ?? idle
+    }
     /// Whether debug lines (every control event and action) are wanted; building them costs time on every touch.
     let logsDebug: Bool
     /// Whether each output of the scene is also handed out as it is (``Effect/output(_:at:)``).
@@ -136,8 +150,7 @@ struct Engine {
                 switch note {
                 case .frame(let frame, let device):
                     statistics.frames &+= 1
-                    deliver(
-                        scene.handle(frame), at: frame.time, device: device, fromInput: true, now: now, into: &effects)
+                    handleFrame(frame, device: device, fromInput: true, now: now, into: &effects)
                 case .accepted(let device):
                     devicesChanged = true
                     effects.append(
@@ -178,18 +191,34 @@ struct Engine {
     mutating func handle(frame: Frame) -> [Effect] {
         var effects: [Effect] = []
         statistics.frames &+= 1
-        deliver(
-            scene.handle(frame), at: frame.time, device: nil, fromInput: true, now: frame.time.microseconds,
-            into: &effects)
+        handleFrame(frame, device: nil, fromInput: true, now: frame.time.microseconds, into: &effects)
         return effects
     }
 
-    /// Fires what fell due by `now` (long presses, repeat windows, gesture timeouts); nothing when nothing is due.
+    /// Every frame goes to the scene here: around it, `[idle]`'s clock (a touch-down wakes, a last lift starts it) and,
+    /// only while a controller watches live contacts, the monitor's lines (Engine+Monitor.swift).
+    private mutating func handleFrame(
+        _ frame: Frame, device: DeviceInfo?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
+    ) {
+        idleBeforeFrame(frame, fromInput: fromInput, now: now, into: &effects)
+        if subscriptions.watchesContacts {
+            handleWatched(frame, device: device, fromInput: fromInput, now: now, into: &effects)
+        } else {
+            deliver(scene.handle(frame), at: frame.time, device: device, fromInput: fromInput, now: now, into: &effects)
+        }
+        idleAfterFrame(at: frame.time)
+    }
+
+    /// Fires what fell due by `now` (long presses, repeat windows, gesture timeouts, idle); nothing when nothing is
+    /// due.
     mutating func advance(to now: UInt64) -> [Effect] {
         guard let deadline = nextDeadline, now >= deadline.microseconds else { return [] }
         var effects: [Effect] = []
         let time = Instant(microseconds: now)
-        deliver(scene.advance(to: time), at: time, device: nil, fromInput: false, now: now, into: &effects)
+        if let due = sceneDeadline, now >= due.microseconds {
+            deliver(scene.advance(to: time), at: time, device: nil, fromInput: false, now: now, into: &effects)
+        }
+        fireIdleIfDue(at: time, now: now, into: &effects)
         return effects
     }
 
@@ -230,9 +259,11 @@ struct Engine {
 
     // MARK: - Start, reload, stop
 
-    /// The first status, for `READY=1`: call once, after the devices present at start were handled.
-    mutating func started() -> [Effect] {
+    /// The first status, for `READY=1`: call once, after the devices present at start were handled. `now` starts
+    /// `[idle]`'s clock: start-up counts as a lift.
+    mutating func started(now: UInt64 = 0) -> [Effect] {
         var effects: [Effect] = []
+        armIdle(at: Instant(microseconds: now))
         if router.touchscreens.isEmpty { effects.append(waitingLine) }
         planFilter(into: &effects)
         lastStatus = status
@@ -245,13 +276,18 @@ struct Engine {
     /// only if its scene can be built; then the contacts that are down end in the old layout (touchCancel, their
     /// actions under the old targets) and the router ignores them until they lift, so the new layout never sees a
     /// touch that began nowhere.
-    mutating func reload(_ loaded: LoadOutcome, path: String, now: UInt64) -> [Effect] {
+    ///
+    /// `requesters` are the control-socket clients that asked for this reload (`touchd ctl reload`): each gets the new
+    /// generation, or every problem.
+    mutating func reload(
+        _ loaded: LoadOutcome, path: String, now: UInt64, requesters: [ControlRequester] = []
+    ) -> [Effect] {
         let configuration: Configuration
         var newScene: Scene
         var carriedNotes: [Effect] = []
         switch loaded {
         case .refused(let lines):
-            return reloadFailed(lines)
+            return reloadFailed(lines, requesters: requesters)
         case .loaded(let candidate):
             do {
                 // The carried state changes only enabled, selected and values clamped into range, so the scene
@@ -261,7 +297,7 @@ struct Engine {
                 configuration = carried.configuration
                 carriedNotes = carried.notes
             } catch {
-                return reloadFailed(error.problems.map { "\(path): error: \($0)" })
+                return reloadFailed(error.problems.map { "\(path): error: \($0)" }, requesters: requesters)
             }
             carriedNotes += carryScreen(into: &newScene)
         }
@@ -272,8 +308,10 @@ struct Engine {
         // The wake touch counts from the last lift, not from the reload.
         newScene.appIdleSince = scene.appIdleSince
         scene = newScene
-        nextDeadline = nil
+        sceneDeadline = nil
         generation += 1
+        // Every contact was just cancelled: that counts as a lift (an idle kiosk stays idle until a touch wakes it).
+        reloadIdle(at: scene.now)
         // Subscribers are weak targets of the old scene: they follow the new one.
         subscriptions.reinstall(in: &scene)
         statistics.reloads &+= 1
@@ -306,12 +344,13 @@ struct Engine {
                     ["config": "\(path)"]))
         }
         broadcastConfig("reloaded", into: &effects)
+        answerReload(requesters, into: &effects)
         lastStatus = status
         effects.append(.notify(.ready(status: status)))
         return effects
     }
 
-    private mutating func reloadFailed(_ lines: [String]) -> [Effect] {
+    private mutating func reloadFailed(_ lines: [String], requesters: [ControlRequester]) -> [Effect] {
         statistics.reloadFailures &+= 1
         var effects: [Effect] = lines.map { .log(.error, $0, [:]) }
         effects.append(
@@ -323,6 +362,7 @@ struct Engine {
                 ]))
         effects.append(.notify(.ready(status: "reload failed: \(lines.first ?? "unknown error")")))
         broadcastConfig("rejected", problems: lines.count, into: &effects)
+        refuseReload(lines, requesters: requesters, into: &effects)
         return effects
     }
 
@@ -372,9 +412,9 @@ struct Engine {
     /// Cancels `contacts` in the scene (and delivers what that causes).
     private mutating func cancel(_ contacts: [ContactID], now: UInt64, into effects: inout [Effect]) {
         guard !contacts.isEmpty else { return }
-        deliver(
-            scene.handle(Frame(time: scene.now, samples: contacts.map { .cancelled($0) })), at: scene.now, device: nil,
-            fromInput: false, now: now, into: &effects)
+        handleFrame(
+            Frame(time: scene.now, samples: contacts.map { .cancelled($0) }), device: nil, fromInput: false, now: now,
+            into: &effects)
     }
 
     /// Turns the scene's output into effects: deliveries for the configured targets, events for subscribers, debug
@@ -383,7 +423,7 @@ struct Engine {
         _ output: Output, at time: Instant, device: DeviceInfo?, fromInput: Bool, now: UInt64,
         into effects: inout [Effect]
     ) {
-        nextDeadline = output.nextDeadline
+        sceneDeadline = output.nextDeadline
         if observesOutput { effects.append(.output(output, at: time)) }
         var appRecords: [AppTouchRecord] = []
         defer { forward(appRecords, into: &effects) }

@@ -39,11 +39,15 @@ final class Twin {
 
     /// Makes the twin of the panel behind `evdev` (a libevdev device on touchd's descriptor, capabilities read, never
     /// its events). `calibration` is libinput's matrix for the panel.
-    init(copying evdev: OpaquePointer, slotCount: Int, calibration: [Double], cancelWith: Configuration.Filter.CancelWith)
+    init(
+        copying evdev: OpaquePointer, slotCount: Int, calibration: [Double], cancelWith: Configuration.Filter.CancelWith
+    )
         throws(Failure)
     {
-        let xCode = UInt32(libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_POSITION_X)) != 0 ? ABS_MT_POSITION_X : ABS_X)
-        let yCode = UInt32(libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_POSITION_Y)) != 0 ? ABS_MT_POSITION_Y : ABS_Y)
+        let xCode = UInt32(
+            libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_POSITION_X)) != 0 ? ABS_MT_POSITION_X : ABS_X)
+        let yCode = UInt32(
+            libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_POSITION_Y)) != 0 ? ABS_MT_POSITION_Y : ABS_Y)
         guard let xInfo = libevdev_get_abs_info(evdev, xCode)?.pointee,
             let yInfo = libevdev_get_abs_info(evdev, yCode)?.pointee, xInfo.maximum > xInfo.minimum,
             yInfo.maximum > yInfo.minimum

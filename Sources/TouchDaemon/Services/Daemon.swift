@@ -33,16 +33,21 @@ final class Daemon {
     let control: (any ControlChannel)?
     /// Responses and events for the control socket, handed over with the batch's deliveries.
     private var controlOutbox: [ControlMessage] = []
+    /// Control clients that asked for a reload in this batch: one reload answers them all.
+    private var reloadRequesters: [ControlRequester] = []
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
     private var suspendWatch = SuspendWatch()
     /// When the daemon started (monotonic microseconds), for `stats`.
     let startedAt = monotonicMicroseconds()
+    /// The seat's one-instance lock, held until the daemon ends; its probes are drained in the loop.
+    private let instanceLock: InstanceLock?
 
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
         executors: Executors, control: (any ControlChannel)?,
-        controlProblem: String? = nil, strictPermissions: Bool = false
+        controlProblem: String? = nil, strictPermissions: Bool = false, instanceLock: InstanceLock? = nil
     ) {
+        self.instanceLock = instanceLock
         self.configurationPath = configurationPath
         self.strictPermissions = strictPermissions
         self.engine = Engine(
@@ -87,7 +92,7 @@ final class Daemon {
         // Devices present at start arrive with the first dispatch; READY=1 does not wait for a touchscreen.
         perform(engine.handle(input.dispatch(), now: monotonicMicroseconds()))
         perform(engine.unusableTouchscreens(input.unusableTouchscreens()))
-        perform(engine.started())
+        perform(engine.started(now: monotonicMicroseconds()))
         if let interval = notifier.watchdogInterval {
             nextWatchdog = monotonicMicroseconds()
             logger.info("systemd watchdog enabled", metadata: ["interval_us": "\(interval)"])
@@ -107,6 +112,11 @@ final class Daemon {
         if let monitor = input.monitorFileDescriptor {
             monitorIndex = descriptors.count
             descriptors.append(pollfd(fd: monitor, events: Int16(POLLIN), revents: 0))
+        }
+        var lockIndex: Int?
+        if let instanceLock {
+            lockIndex = descriptors.count
+            descriptors.append(pollfd(fd: instanceLock.fileDescriptor, events: Int16(POLLIN), revents: 0))
         }
         while true {
             pingWatchdogIfDue()
@@ -140,6 +150,8 @@ final class Daemon {
                 perform(engine.handle(input.dispatch(), now: monotonicMicroseconds()))
                 perform(engine.unusableTouchscreens(input.unusableTouchscreens()))
             }
+            // A second instance asked who holds the seat (it read our pid from the connection).
+            if let index = lockIndex, descriptors[index].revents != 0 { instanceLock?.drain() }
             // After the input, so that a request sees the touches that came with it.
             if let index = controlIndex, descriptors[index].revents != 0 { handleControlNotes() }
             perform(engine.advance(to: monotonicMicroseconds()))
@@ -184,8 +196,10 @@ final class Daemon {
                 handOver()
                 control?.setGeneration(engine.generation)
                 executors.configure(configuration)
-            case .output:
-                break  // only an observer asks for it (the engine is not made with observesOutput here)
+            case .output, .idle:
+                break  // only an observer asks for them (the engine is not made with observesOutput here)
+            case .reloadConfiguration(let requester):
+                reloadRequesters.append(requester)
             case .filterDevices(let devices, let cancelWith):
                 guard let input else { continue }
                 perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith)))
@@ -224,6 +238,12 @@ final class Daemon {
         for note in control.takeNotes() {
             perform(engine.handle(note, now: monotonicMicroseconds(), edge: edgeStatistics))
         }
+        // Requests of one batch share one reload (fault-cases.md: reloads over the socket are coalesced).
+        if !reloadRequesters.isEmpty {
+            let requesters = reloadRequesters
+            reloadRequesters.removeAll()
+            reload(requesters: requesters)
+        }
     }
 
     /// The figures of the parts around the engine, for `stats`.
@@ -236,7 +256,8 @@ final class Daemon {
 
     // MARK: - Reload and stop
 
-    private func reload() {
+    /// Reads the file again and hands the outcome to the engine; `requesters` (control clients) get the answer.
+    private func reload(requesters: [ControlRequester] = []) {
         notifier.reloading()
         logger.info("reloading the configuration", metadata: ["config": "\(configurationPath)"])
         let loaded: LoadOutcome
@@ -257,7 +278,7 @@ final class Daemon {
                 loaded = .loaded(configuration)
             }
         }
-        perform(engine.reload(loaded, path: configurationPath, now: monotonicMicroseconds()))
+        perform(engine.reload(loaded, path: configurationPath, now: monotonicMicroseconds(), requesters: requesters))
     }
 
     /// A SIGHUP with no touchscreen in use also retries the devices libinput could not open (fault-cases.md D2).

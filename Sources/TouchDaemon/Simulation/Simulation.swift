@@ -23,6 +23,8 @@ struct Simulation {
     init(configuration: Configuration) throws(Scene.BuildError) {
         self.configuration = configuration
         self.engine = Engine(configuration: configuration, scene: try configuration.makeScene(), observesOutput: true)
+        // Time 0 is the start: `[idle]`'s clock starts there, as the daemon's starts when it is ready.
+        self.engine.armIdle(at: .zero)
     }
 
     /// Feeds every frame of a touch script, firing due deadlines in between, and returns the output lines.
@@ -35,8 +37,12 @@ struct Simulation {
         var lines: [String] = []
         let configuration = configuration
         run(input) { effects in
-            for case .output(let output, let time) in effects {
-                lines += Self.render(output, at: time, configuration: configuration)
+            for effect in effects {
+                switch effect {
+                case .output(let output, let time): lines += Self.render(output, at: time, configuration: configuration)
+                case .idle(let transition): lines += Self.render(transition)
+                default: continue
+                }
             }
         }
         return lines
@@ -70,6 +76,21 @@ struct Simulation {
     private mutating func fireDeadlines(upTo time: Instant, _ handle: ([Effect]) -> Void) {
         while let due = engine.nextDeadline, due <= time {
             handle(engine.advance(to: due.microseconds))
+        }
+    }
+
+    /// An `[idle]` event's actions, as action lines: `control` is `idle`, `event` is `idle` or `wake`.
+    static func render(_ transition: IdleTransition) -> [String] {
+        transition.actions.map { fired in
+            var json = JSONLine()
+            json.add("type", "action")
+            json.add("time_ms", milliseconds: transition.time.microseconds)
+            json.add("control", Engine.idleSender)
+            json.add("event", transition.event.rawValue)
+            json.add("action", fired.action)
+            json.add("target", fired.target)
+            json.add("responder", fired.responder)
+            return json.line
         }
     }
 

@@ -1,0 +1,28 @@
+extension Configuration {
+    /// `[idle]`: the attract loop. `idle` fires once `timeout` after the last contact lifted (start-up counts as a
+    /// lift) while none is down; `wake` at the first touch-down after an `idle` (docs/configuration.md, `[idle]`).
+    struct Idle: Hashable, Sendable {
+        /// The two events an idle action can name.
+        enum Event: String, Hashable, Sendable, CaseIterable {
+            case idle, wake
+        }
+
+        /// `{ events, target, action }`, as a control's actions; a nil target goes to `[application] target`.
+        struct Action: Hashable, Sendable {
+            var events: Set<Event>
+            var target: String?
+            var action: String
+        }
+
+        /// The longest `timeout_s`: a week.
+        static let maximumTimeoutSeconds = 604_800
+
+        /// Microseconds; 0 turns idle off.
+        var timeout: UInt64 = 0
+        /// The screen switched to at idle.
+        var screen: String?
+        var actions: [Action] = []
+
+        var isEnabled: Bool { timeout > 0 }
+    }
+}

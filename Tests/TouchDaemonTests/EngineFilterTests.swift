@@ -1,0 +1,154 @@
+import Testing
+import TouchModel
+
+@testable import TouchDaemon
+
+/// Filter mode in the engine (docs/kiosk.md): which touchscreens the loop is told to grab, what it forwards to their
+/// twins and when, and the status. What the application sees is the scene's (Scenarios/app-*.scenario); the twin's
+/// kernel side is the VM's (touchd-e2e --filter).
+@Suite("Engine: filter mode")
+struct EngineFilterTests {
+    static func configuration(enabled: Bool = true, cancelWith: String = "lift", appMax: Int = 0) -> String {
+        EngineTests.configuration().replacingOccurrences(
+            of: "[targets.e2e]",
+            with: """
+                [filter]
+                enabled = \(enabled)
+                cancel_with = "\(cancelWith)"
+                app_max_contacts = \(appMax)
+
+                [targets.e2e]
+                """)
+    }
+
+    static func plans(_ effects: [Effect]) -> [[Int]] {
+        effects.compactMap { if case .filterDevices(let devices, _) = $0 { devices.map(\.id) } else { nil } }
+    }
+
+    static func frames(_ effects: [Effect]) -> [TwinFrame] {
+        effects.compactMap { if case .forward(let frame) = $0 { frame } else { nil } }
+    }
+
+    /// A driver whose touchscreen 1 the loop grabbed and twinned.
+    static func filtering(_ text: String = configuration()) throws -> EngineTests.Driver {
+        var driver = try EngineTests.Driver(text)
+        let effects = driver.plug(1)
+        #expect(plans(effects) == [[1]])
+        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), nil)])
+        return driver
+    }
+
+    @Test("each touchscreen used is planned for a grab; an unplugged one leaves the plan")
+    func plans() throws {
+        var driver = try EngineTests.Driver(Self.configuration())
+        #expect(Self.plans(driver.plug(1)) == [[1]])
+        #expect(Self.plans(driver.plug(2)) == [[1, 2]])
+        #expect(Self.plans(driver.unplug(1)) == [[2]])
+        // Without filter mode the loop is never asked to grab anything.
+        var off = try EngineTests.Driver(Self.configuration(enabled: false))
+        #expect(Self.plans(off.plug(1)).isEmpty)
+    }
+
+    @Test("a tap is forwarded in device coordinates, one twin frame per input frame, in the same call")
+    func forwardsTap() throws {
+        var driver = try Self.filtering()
+        let down = Self.frames(driver.frame([.down(0, 500, 250)]))
+        #expect(down.count == 1)
+        #expect(down.first?.device == 1)
+        let change = try #require(down.first?.changes.first)
+        #expect(change.phase == .down)
+        #expect(change.slot == 0)
+        #expect(abs((change.x ?? 0) - 0.5) < 1e-9 && abs((change.y ?? 0) - 0.25) < 1e-9)
+        let up = Self.frames(driver.frame([.up(0)]))
+        #expect(up.map { $0.changes.map(\.phase) } == [[.up]])
+        #expect(up.first?.changes.first?.touch == change.touch)
+    }
+
+    @Test("nothing is forwarded for a touchscreen the loop could not grab, and the status says why")
+    func refusedDevice() throws {
+        var driver = try EngineTests.Driver(Self.configuration())
+        _ = driver.plug(1)
+        let effects = driver.engine.filterApplied([
+            (EngineTests.Driver.device(1), "another process has grabbed it (EBUSY)")
+        ])
+        #expect(
+            EngineTests.statuses(effects).last?.contains("not filtered: panel (another process has grabbed it") == true)
+        #expect(Self.frames(driver.tap(at: 500, 500)).isEmpty)
+        #expect(driver.engine.status.contains("not filtered"))
+    }
+
+    @Test("the admin press: three downs forwarded, then their ends when it is recognized; the lifts go nowhere")
+    func adminPress() throws {
+        var driver = try Self.filtering()
+        let downs = Self.frames(driver.frame([.down(0, 50, 850), .down(1, 100, 900), .down(2, 150, 950)]))
+        #expect(downs.flatMap { $0.changes.map(\.phase) } == [.down, .down, .down])
+        let recognized = driver.wait(400)
+        #expect(EngineTests.deliveries(recognized).contains("admin:recognized"))
+        #expect(Self.frames(recognized).flatMap { $0.changes.map(\.phase) } == [.cancel, .cancel, .cancel])
+        #expect(Self.frames(driver.frame([.up(0), .up(1), .up(2)])).isEmpty)
+    }
+
+    @Test("a reload that turns filter mode off releases the grabs; contacts down end for the application")
+    func reloadOff() throws {
+        var driver = try Self.filtering()
+        _ = driver.frame([.down(0, 500, 500)])
+        let effects = driver.engine.reload(
+            .loaded(try EngineTests.load(Self.configuration(enabled: false))), path: "engine.toml", now: driver.now)
+        #expect(Self.frames(effects).flatMap { $0.changes.map(\.phase) } == [.cancel])
+        #expect(Self.plans(effects) == [[]])
+        // Nothing forwarded any more; the lift of the old contact goes nowhere.
+        #expect(Self.frames(driver.frame([.up(0)])).isEmpty)
+        #expect(Self.frames(driver.tap(at: 500, 500)).isEmpty)
+    }
+
+    @Test("a reload that only changes cancel_with re-plans the same touchscreens with the new style")
+    func reloadCancelStyle() throws {
+        var driver = try Self.filtering()
+        let effects = driver.engine.reload(
+            .loaded(try EngineTests.load(Self.configuration(cancelWith: "palm"))), path: "engine.toml",
+            now: driver.now)
+        let plans = effects.compactMap {
+            if case .filterDevices(let devices, let style) = $0 { (devices.map(\.id), style) } else { nil }
+        }
+        #expect(plans.count == 1)
+        #expect(plans.first?.0 == [1] && plans.first?.1 == .palm)
+    }
+
+    @Test("check warns when to_app or delays_touches_began cannot matter, and about an app limit above max_contacts")
+    func warnings() throws {
+        let off = try EngineTests.load(
+            Self.configuration(enabled: false)
+                + "\n[[control]]\nid = \"dead\"\nframe = { x = 0, y = 0, width = 10, height = 10 }\nto_app = false\n")
+        #expect(off.warnings.map(\.message) == ["to_app = false has no effect: [filter] enabled is not true"])
+        let high = try EngineTests.load(
+            Self.configuration(appMax: 12).replacingOccurrences(of: "[tracking]", with: "[tracking]\nmax_contacts = 5"))
+        #expect(high.warnings.map(\.message).contains { $0.contains("more than [tracking] max_contacts (5)") })
+    }
+
+    @Test("a group's to_app is inherited by its controls; a control's own key wins")
+    func groupInheritance() throws {
+        let text =
+            Self.configuration()
+                + """
+
+                [[group]]
+                id = "bar"
+                to_app = false
+
+                [[control]]
+                id = "inside"
+                parent = "bar"
+                frame = { x = 0, y = 900, width = 10, height = 10 }
+
+                [[control]]
+                id = "override"
+                parent = "bar"
+                to_app = true
+                frame = { x = 20, y = 900, width = 10, height = 10 }
+                """
+        let configuration = try EngineTests.load(text)
+        #expect(configuration.controls.first { $0.id == "inside" }?.toApp == false)
+        #expect(configuration.controls.first { $0.id == "override" }?.toApp == true)
+        #expect(configuration.controls.first { $0.id == "a" }?.toApp == true)
+    }
+}
