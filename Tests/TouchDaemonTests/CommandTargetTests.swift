@@ -588,10 +588,10 @@ struct CommandTargetTests {
 
     // MARK: - Signals
 
-    /// swift-subprocess's monitor thread waits with every signal unblocked, so a SIGHUP sent to touchd after the
-    /// first command may land there. SignalChannel forwards it to the thread that reads the signalfd instead of
-    /// letting the default action end the process. Runs in a process of its own: it installs handlers and sends
-    /// itself SIGHUP and SIGTERM.
+    /// Signals sent to touchd after the first command still reach the signalfd: the command thread blocks them, and
+    /// SignalChannel forwards one that lands on a thread that does not (swift-subprocess's monitor thread did not)
+    /// instead of letting the default action end the process. Runs in a process of its own: it installs handlers and
+    /// sends itself SIGHUP and SIGTERM.
     @Test func straySignalsReachTheSignalfdAfterACommandRan() async {
         await #expect(processExitsWith: .success) {
             let result = runOnDedicatedThread(name: "signal-test") {
@@ -600,7 +600,7 @@ struct CommandTargetTests {
                 let runner = CommandRunner(logger: testLogger(LineSink.memory()), output: .discarded)
                 runner.configure(["cmd": execTarget(["/bin/sleep", "1000"])])
                 runner.submit(delivery("go"))
-                // The monitor thread exists once a command runs.
+                // The command thread exists once a command runs.
                 var waited = 0
                 while runner.statistics["cmd"]?.processID == nil {
                     usleep(10_000)
