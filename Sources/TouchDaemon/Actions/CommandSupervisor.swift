@@ -185,7 +185,11 @@ final class CommandSupervisor: Sendable {
             }
             for termination in terminations { consider(termination.checkAt) }
             if wake < 0 { consider(now.saturatingSum(Self.reapPollInterval)) }
-            _ = poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: deadline, now: now))
+            let timeout = pollTimeout(until: deadline, now: now)
+            if poll(&descriptors, nfds_t(descriptors.count), timeout) < 0, errno != EINTR {
+                // Out of memory for the poll set, or worse: never spin on an error that repeats.
+                usleep(100_000)
+            }
             if descriptors[0].revents != 0 {
                 var counter: UInt64 = 0
                 _ = read(wake, &counter, MemoryLayout<UInt64>.size)
