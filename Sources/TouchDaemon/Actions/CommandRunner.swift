@@ -171,6 +171,11 @@ final class CommandRunner: Sendable {
         core.state.withLock { $0.unknownTargetDeliveries }
     }
 
+    /// The `touchd-commands` thread's kernel id, once the first command started it.
+    var supervisorThreadID: Int32? {
+        core.supervisor.threadID
+    }
+
     /// Runs going now, all targets together (at most `Limits.maximumRunning`).
     var runningCount: Int {
         core.state.withLock { $0.runs.count }

@@ -41,6 +41,8 @@ final class CommandSupervisor: Sendable {
         /// The thread could not be started (its errno); requests fail at once from then on.
         var startError: Int32?
         var exiting = false
+        /// The thread's kernel id once it runs.
+        var threadID: Int32?
     }
 
     private let shared = Mutex(Shared())
@@ -102,6 +104,11 @@ final class CommandSupervisor: Sendable {
         thread?.join()
     }
 
+    /// The supervisor thread's kernel id (as in `/proc/self/task`), once it runs: for tests that count its wake-ups.
+    var threadID: Int32? {
+        shared.withLock { $0.threadID }
+    }
+
     private func signalWake() {
         guard wake >= 0 else { return }
         var one: UInt64 = 1
@@ -126,12 +133,12 @@ final class CommandSupervisor: Sendable {
     }
 
     private func loop(events: some CommandSupervisorEvents) {
-        // Signals for touchd go to its signalfd, never to this thread (it may have been started by a thread that does
-        // not block them).
+        // Every signal blocked, as on the sender thread: touchd's go to its signalfd, never here (whoever started this
+        // thread may not block them). Children start with an empty mask (CProcess).
         var mask = sigset_t()
-        sigemptyset(&mask)
-        for signal in SignalChannel.handled { sigaddset(&mask, signal) }
-        pthread_sigmask(SIG_BLOCK, &mask, nil)
+        sigfillset(&mask)
+        pthread_sigmask(SIG_SETMASK, &mask, nil)
+        shared.withLock { $0.threadID = touchd_gettid() }
 
         var children: [Child] = []
         var terminations: [Termination] = []
