@@ -15,9 +15,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
-        // swift-subprocess takes paths as swift-system's FilePath; already in the graph through it.
-        .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
     ],
     targets: [
         // libinput, libudev and libevdev through one module map; only Sources/TouchDaemon/Input imports it.
@@ -32,6 +29,10 @@ let package = Package(
         .target(name: "TOML", swiftSettings: strict),
         // signalfd and eventfd, which Swift's Glibc module leaves out.
         .systemLibrary(name: "CLinux"),
+        // posix_spawn with its GNU extensions (a new session, closefrom, chdir) and pidfd_open(2), which Swift's Glibc
+        // module leaves out: how the command runner starts and watches children, with no thread pool and no timer
+        // (swift-subprocess's monitor armed libdispatch's 1 Hz timer for the life of the process, issue 17).
+        .target(name: "CProcess"),
         // The pure model: the Swift standard library only, time passed in, no I/O.
         // Floating-point rounding needs libm, which nothing else pulls in for a program that links only the model.
         .target(
@@ -46,13 +47,20 @@ let package = Package(
                 "TOML",
                 "CLibinput",
                 "CLinux",
+                "CProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            // Release builds link with lld and pack their relative relocations (DT_RELR, glibc 2.36 and later, as on
+            // Debian 12): the static binary's 1.9 MB of RELA entries, all read at every start, shrink to 15 KB, and a
+            // running touchd's resident memory by about 1.4 MB (issue 17, docs/performance.md).
+            linkerSettings: [
+                .unsafeFlags(
+                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                    .when(platforms: [.linux], configuration: .release))
+            ]
         ),
         // The end-to-end driver: runs inside the test VM (scripts/vm), creates a uinput touchscreen, runs touchd and
         // checks what reaches a socket target. Not installed; only the end-to-end test uses it.

@@ -586,12 +586,30 @@ struct CommandTargetTests {
         await runner.shutdown(graceMicroseconds: 100_000)
     }
 
+    /// The command thread sleeps without a timeout once its children are gone (issue 17): no periodic timer, no
+    /// thread pool. Counts its context switches over a second after a command ran; a timer would show at least one.
+    @Test func theCommandThreadNeverWakesOnceItsChildrenAreGone() async throws {
+        let runner = CommandRunner(logger: testLogger(LineSink.memory()), output: .discarded)
+        runner.configure(["cmd": execTarget(["/bin/true"])])
+        runner.submit(delivery("go"))
+        #expect(await eventually(within: 90) { runner.statistics["cmd"]?.succeeded == 1 })
+        let thread = try #require(runner.supervisorThreadID)
+        // Whatever the end of the run set going settles first (the thread returns to poll at once).
+        #expect(await eventually(within: 90) { contextSwitches(thread: thread) != nil })
+        usleep(100_000)
+        let before = try #require(contextSwitches(thread: thread))
+        usleep(1_000_000)
+        let after = try #require(contextSwitches(thread: thread))
+        #expect(after == before, "the command thread woke \(after - before) times while idle")
+        await runner.shutdown(graceMicroseconds: 100_000)
+    }
+
     // MARK: - Signals
 
-    /// swift-subprocess's monitor thread waits with every signal unblocked, so a SIGHUP sent to touchd after the
-    /// first command may land there. SignalChannel forwards it to the thread that reads the signalfd instead of
-    /// letting the default action end the process. Runs in a process of its own: it installs handlers and sends
-    /// itself SIGHUP and SIGTERM.
+    /// Signals sent to touchd after the first command still reach the signalfd: the command thread blocks them, and
+    /// SignalChannel forwards one that lands on a thread that does not (swift-subprocess's monitor thread did not)
+    /// instead of letting the default action end the process. Runs in a process of its own: it installs handlers and
+    /// sends itself SIGHUP and SIGTERM.
     @Test func straySignalsReachTheSignalfdAfterACommandRan() async {
         await #expect(processExitsWith: .success) {
             let result = runOnDedicatedThread(name: "signal-test") {
@@ -600,7 +618,7 @@ struct CommandTargetTests {
                 let runner = CommandRunner(logger: testLogger(LineSink.memory()), output: .discarded)
                 runner.configure(["cmd": execTarget(["/bin/sleep", "1000"])])
                 runner.submit(delivery("go"))
-                // The monitor thread exists once a command runs.
+                // The command thread exists once a command runs.
                 var waited = 0
                 while runner.statistics["cmd"]?.processID == nil {
                     usleep(10_000)
@@ -671,6 +689,23 @@ private func processID(of target: String, in runner: CommandRunner) async -> Int
         return pid != nil
     }
     return pid
+}
+
+/// A thread of this process's voluntary plus nonvoluntary context switches, from `/proc/self/task/TID/status`.
+private func contextSwitches(thread: Int32) -> Int? {
+    guard let text = try? String(contentsOfFile: "/proc/self/task/\(thread)/status", encoding: .utf8) else {
+        return nil
+    }
+    var total = 0
+    var found = 0
+    for line in text.split(separator: "\n")
+    where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
+        guard let count = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
+        else { return nil }
+        total += count
+        found += 1
+    }
+    return found == 2 ? total : nil
 }
 
 /// The environment a process was started with.

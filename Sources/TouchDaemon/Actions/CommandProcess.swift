@@ -1,6 +1,5 @@
+import CProcess
 import Glibc
-import Subprocess
-import SystemPackage
 
 /// How one command run ended.
 enum CommandTermination: Hashable, Sendable, CustomStringConvertible {
@@ -103,10 +102,11 @@ enum CommandOutput: Sendable {
     case discarded
 }
 
-/// Runs one command with swift-subprocess and waits for it: the only code that talks to the library.
+/// Starts one command and reads how it ended: the only code that spawns or reaps. ``CommandSupervisor`` calls it on
+/// its thread.
 enum CommandProcess {
     enum Outcome: Sendable {
-        /// The program ran and ended (after `onSpawn` was called with its process id).
+        /// The program ran and ended.
         case ended(CommandTermination)
         /// It could not be started: the program is missing or not executable, the working directory is missing, or
         /// the system is out of processes or descriptors. `errno` is the underlying error when known.
@@ -114,72 +114,77 @@ enum CommandProcess {
     }
 
     /// Spawns `spec` in a session (and so a process group) of its own, with only descriptors 0–2 (stdin from
-    /// `/dev/null`, stdout and stderr as `output` says), calls `onSpawn` with its process id as soon as it runs, and
-    /// returns once it has ended and been reaped.
-    ///
-    /// The caller signals the process group itself (``signalGroup(_:_:)``) for timeouts and stops; the teardown
-    /// sequence given to the library only matters if this task is cancelled, which touchd never does.
-    static func run(
-        _ spec: CommandSpec, output: CommandOutput, killGrace: Duration, onSpawn: @Sendable (Int32) -> Void
-    ) async -> Outcome {
-        var options = PlatformOptions()
-        // setsid(): a new session and process group whose id is the child's pid, so signalling -pid reaches the
-        // child and everything it started in its group, and never touchd.
-        options.createSession = true
-        options.teardownSequence = [.gracefulShutDown(toProcessGroup: true, allowedDurationToNextStep: killGrace)]
-        var environment: [Environment.Key: String] = [:]
-        for (name, value) in spec.environment {
-            guard let key = Environment.Key(rawValue: name) else { continue }
-            environment[key] = value
+    /// `/dev/null`, stdout and stderr as `output` says), an empty signal mask and default signal dispositions, and
+    /// returns its process id at once, or why it could not be started (an `Outcome.notStarted`). The caller reaps
+    /// it (``reap(_:)``).
+    static func spawn(_ spec: CommandSpec, output: CommandOutput) -> Result<Int32, SpawnFailure> {
+        let argv = [spec.program] + spec.arguments
+        let environment = spec.environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        // A NUL inside an argument or variable would silently cut it short in C; the loader refuses such files, so
+        // this only guards against a value built elsewhere.
+        guard !(argv + environment).contains(where: { $0.utf8.contains(0) }) else {
+            return .failure(SpawnFailure(description: "an argument or variable contains a NUL byte", errno: EINVAL))
         }
-        let configuration = Subprocess.Configuration(
-            executable: .path(FilePath(spec.program)),
-            arguments: Arguments(spec.arguments),
-            environment: .custom(environment),
-            workingDirectory: spec.workingDirectory.map { FilePath($0) },
-            platformOptions: options)
-        do {
-            let result: ExecutionResult<Void, FileDescriptorOutput, FileDescriptorOutput>
-            switch output {
-            case .standardError:
-                result = try await Subprocess.run(
-                    configuration, input: .none, output: .currentStandardError, error: .currentStandardError
-                ) { execution in
-                    onSpawn(execution.processIdentifier.value)
+        var processID: pid_t = 0
+        let mode = output == .discarded ? TOUCHD_SPAWN_OUTPUT_DISCARD : TOUCHD_SPAWN_OUTPUT_STDERR
+        let spawned = withCStrings(argv) { argv in
+            withCStrings(environment) { environment in
+                if let directory = spec.workingDirectory {
+                    return touchd_spawn(spec.program, argv, environment, directory, mode, &processID)
                 }
-            case .discarded:
-                let discarded = try await Subprocess.run(
-                    configuration, input: .none, output: .discarded, error: .discarded
-                ) { execution in
-                    onSpawn(execution.processIdentifier.value)
-                }
-                return .ended(termination(discarded.terminationStatus))
+                return touchd_spawn(spec.program, argv, environment, nil, mode, &processID)
             }
-            return .ended(termination(result.terminationStatus))
-        } catch let error as SubprocessError {
-            let code: Int32? =
-                switch error.underlyingError {
-                case .some(let errno): errno.rawValue
-                case .none: nil
-                }
-            return .notStarted(description: "\(error)", errno: programError(spec.program) ?? code)
-        } catch {
-            return .notStarted(description: "\(error)", errno: programError(spec.program))
         }
+        // nil: a copy could not be made.
+        let error = spawned.flatMap { $0 } ?? ENOMEM
+        guard error == 0 else {
+            return .failure(
+                SpawnFailure(
+                    description: "cannot start \(spec.program): \(String(cString: strerror(error)))", errno: error))
+        }
+        return .success(processID)
     }
 
-    /// Why `program` cannot be executed (ENOENT, EACCES, …), or nil when it looks executable. swift-subprocess
-    /// reports every failed candidate path as "not found" with ENOENT; this tells a missing program from one that
-    /// is not executable, for the log.
-    private static func programError(_ program: String) -> Int32? {
-        access(program, X_OK) == 0 ? nil : errno
+    /// Why a spawn failed, as ``Outcome/notStarted(description:errno:)`` carries it.
+    struct SpawnFailure: Error {
+        var description: String
+        var errno: Int32
     }
 
-    private static func termination(_ status: TerminationStatus) -> CommandTermination {
-        switch status {
-        case .exited(let code): .exited(code)
-        case .signaled(let signal): .signalled(signal)
+    /// Reaps `processID` if it has ended: how it ended, or nil while it runs. A child that is not touchd's (ECHILD:
+    /// someone else reaped it) is reported as having exited with status 255, since nothing more is known.
+    static func reap(_ processID: Int32) -> CommandTermination? {
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(processID, &status, WNOHANG)
+            if result == processID { break }
+            if result == 0 { return nil }
+            if errno == EINTR { continue }
+            return .exited(255)
         }
+        // The <sys/wait.h> macros, which Swift does not import: the low 7 bits are the terminating signal (0 for an
+        // exit), the next 8 the exit status.
+        let signal = status & 0x7f
+        return signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
+    }
+
+    /// A descriptor that becomes readable when `processID` ends (pidfd_open(2), Linux 5.3 and later), or nil when the
+    /// kernel has none to give: the caller then polls ``reap(_:)``.
+    static func exitDescriptor(_ processID: Int32) -> Int32? {
+        let descriptor = touchd_pidfd_open(processID)
+        return descriptor >= 0 ? descriptor : nil
+    }
+
+    /// Calls `body` with `strings` as a NULL-terminated array of C strings, valid only during the call; nil without
+    /// calling it when the memory for the copies cannot be had.
+    private static func withCStrings<Result>(
+        _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Result
+    ) -> Result? {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        defer { for pointer in pointers { free(pointer) } }
+        guard !pointers.contains(nil) else { return nil }
+        pointers.append(nil)
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 
     /// Sends `signal` to the process group `group` (a command's pid, which leads its own session). Refuses group ids

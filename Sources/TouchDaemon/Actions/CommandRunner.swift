@@ -1,4 +1,4 @@
-import Dispatch
+import CLinux
 import Glibc
 import Logging
 import Synchronization
@@ -54,7 +54,8 @@ struct CommandTargetStatistics: Hashable, Sendable {
 }
 
 /// Runs command targets' programs for deliveries, away from the caller: `submit` only decides (under a lock) and
-/// hands the spawn to a task, so the input thread never forks, waits or signals.
+/// hands the spawn to the `touchd-commands` thread (``CommandSupervisor``), so the input thread never forks, waits or
+/// signals.
 ///
 /// Bounds, so a tap storm costs a bounded amount: each target has at most one run going and, with
 /// `if_running = "queue"` or `"restart"`, one waiting; each target has a rate limit; the runner has at most
@@ -62,8 +63,9 @@ struct CommandTargetStatistics: Hashable, Sendable {
 /// target's `timeout_ms` gets SIGTERM on its whole process group, then SIGKILL after `Limits.killGrace`.
 ///
 /// Children run in a session and process group of their own, with descriptors 0–2 only (stdin `/dev/null`), the
-/// environment ``CommandSpec`` builds, and the target's working directory. swift-subprocess reaps each one (pidfd
-/// monitoring), so none is left a zombie.
+/// environment ``CommandSpec`` builds, and the target's working directory. The supervisor thread waits for each one
+/// through a pidfd and reaps it, so none is left a zombie; with no child running it sleeps without a timeout, so
+/// commands leave no periodic wake-up behind (issue 17).
 final class CommandRunner: Sendable {
     struct Limits: Sendable {
         /// Children running at once, all targets together.
@@ -94,6 +96,7 @@ final class CommandRunner: Sendable {
 
     deinit {
         stop(graceMicroseconds: core.limits.killGrace)
+        core.supervisor.end()
     }
 
     /// Sets the command targets, at start and after each reload.
@@ -127,13 +130,26 @@ final class CommandRunner: Sendable {
     /// Blocks the calling thread: call it from a thread of touchd's own (the input thread at shutdown), not from a
     /// Swift concurrency task; tasks use ``shutdown(graceMicroseconds:)``.
     func stop(graceMicroseconds: UInt64) {
-        let semaphore = DispatchSemaphore(value: 0)
-        let waiting = core.stop(grace: graceMicroseconds) { semaphore.signal() }
+        // An eventfd the last task's end makes readable; without one (out of descriptors) the wait polls.
+        let done = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        defer { if done >= 0 { close(done) } }
+        let waiting = core.stop(grace: graceMicroseconds) {
+            guard done >= 0 else { return }
+            var one: UInt64 = 1
+            _ = write(done, &one, MemoryLayout<UInt64>.size)
+        }
         guard waiting else { return }
         // Children that survive SIGKILL (uninterruptible sleep) must not hang touchd's exit for ever.
-        let limit = graceMicroseconds.saturatingSum(CommandRunnerCore.reapAllowance)
-        if semaphore.wait(timeout: .now() + .microseconds(Int(clamping: limit))) == .timedOut {
-            core.reportUnreaped()
+        let deadline = monotonicMicroseconds().saturatingSum(
+            graceMicroseconds.saturatingSum(CommandRunnerCore.reapAllowance))
+        var descriptor = [pollfd(fd: done, events: Int16(POLLIN), revents: 0)]
+        while !core.isIdle {
+            let now = monotonicMicroseconds()
+            guard now < deadline else {
+                core.reportUnreaped()
+                return
+            }
+            _ = poll(&descriptor, 1, done >= 0 ? pollTimeout(until: deadline, now: now) : 10)
         }
     }
 
@@ -155,6 +171,11 @@ final class CommandRunner: Sendable {
         core.state.withLock { $0.unknownTargetDeliveries }
     }
 
+    /// The `touchd-commands` thread's kernel id, once the first command started it.
+    var supervisorThreadID: Int32? {
+        core.supervisor.threadID
+    }
+
     /// Runs going now, all targets together (at most `Limits.maximumRunning`).
     var runningCount: Int {
         core.state.withLock { $0.runs.count }
@@ -163,11 +184,9 @@ final class CommandRunner: Sendable {
 
 /// The runner's state and the code its tasks run. Everything mutable is behind one lock; side effects (starting
 /// tasks, logging, signals) happen after the lock is released.
-final class CommandRunnerCore: Sendable {
+final class CommandRunnerCore: CommandSupervisorEvents {
     /// How long `stop` waits, beyond the grace, for children to be reaped after SIGKILL.
     static let reapAllowance: UInt64 = 5_000_000
-    /// How often a group being stopped is checked for having gone, so a quick exit ends the wait early.
-    static let groupPollInterval: Duration = .milliseconds(10)
 
     /// Why touchd is ending a run.
     enum StopReason: String, Sendable {
@@ -206,7 +225,7 @@ final class CommandRunnerCore: Sendable {
         var runs: [Int: Run] = [:]
         var nextRun = 0
         var unknownTargetDeliveries = 0
-        /// Tasks started and not yet finished (runs and terminations); `stop` waits for none.
+        /// Runs and terminations handed to the supervisor and not yet over; `stop` waits until there are none.
         var tasks = 0
         /// Called once `tasks` reaches 0 after `stop`.
         var idleWaiters: [@Sendable () -> Void] = []
@@ -224,12 +243,15 @@ final class CommandRunnerCore: Sendable {
     let limits: CommandRunner.Limits
     let output: CommandOutput
     let clock: @Sendable () -> UInt64
+    /// Starts, watches and ends the children, on its own thread.
+    let supervisor: CommandSupervisor
 
     init(logger: Logger, limits: CommandRunner.Limits, output: CommandOutput, clock: @escaping @Sendable () -> UInt64) {
         self.logger = logger
         self.limits = limits
         self.output = output
         self.clock = clock
+        supervisor = CommandSupervisor(output: output)
     }
 
     // MARK: - Callers
@@ -380,6 +402,11 @@ final class CommandRunnerCore: Sendable {
         return waiting
     }
 
+    /// No run or termination is in flight.
+    var isIdle: Bool {
+        state.withLock { $0.tasks == 0 }
+    }
+
     func reportUnreaped() {
         let runs = state.withLock { state in state.runs.values.map { "\($0.target):\($0.processID ?? 0)" } }
         logger.error(
@@ -399,35 +426,20 @@ final class CommandRunnerCore: Sendable {
         }
     }
 
-    // MARK: - Tasks
+    // MARK: - The supervisor's side
 
     private func perform(_ effects: [Effect]) {
-        for effect in effects {
-            switch effect {
-            case .start(let run, let spec, let timeout):
-                Task { await self.execute(run, spec: spec, timeout: timeout) }
-            case .terminate(let group, let grace):
-                Task { await self.terminate(group: group, grace: grace) }
-            }
-        }
-    }
-
-    /// One run, from spawn to reaping.
-    private func execute(_ run: Int, spec: CommandSpec, timeout: UInt64) async {
-        let timer = Task {
-            do { try await Task.sleep(for: .microseconds(timeout)) } catch { return }
-            self.expired(run)
-        }
-        let outcome = await CommandProcess.run(spec, output: output, killGrace: .microseconds(limits.killGrace)) {
-            processID in
-            self.spawned(run, processID: processID)
-        }
-        timer.cancel()
-        finished(run, outcome: outcome)
+        supervisor.post(
+            effects.map { effect in
+                switch effect {
+                case .start(let run, let spec, let timeout): .start(run: run, spec: spec, timeout: timeout)
+                case .terminate(let group, let grace): .terminate(group: group, grace: grace)
+                }
+            }, events: self)
     }
 
     /// The program of `run` runs as `processID`.
-    private func spawned(_ run: Int, processID: Int32) {
+    func spawned(_ run: Int, processID: Int32) {
         let (effects, record) = state.withLock { state -> ([Effect], Run?) in
             guard state.runs[run] != nil else { return ([], nil) }
             state.runs[run]!.processID = processID
@@ -449,7 +461,7 @@ final class CommandRunnerCore: Sendable {
         perform(effects)
     }
 
-    private func expired(_ run: Int) {
+    func expired(_ run: Int) {
         let effects = state.withLock { state -> [Effect] in
             var effects: [Effect] = []
             requestStop(run, reason: .timeout, grace: limits.killGrace, state: &state, effects: &effects)
@@ -458,22 +470,12 @@ final class CommandRunnerCore: Sendable {
         perform(effects)
     }
 
-    /// SIGTERM to the group, then SIGKILL to whatever of it is left after `grace`. Processes the command left in
-    /// its group are ended too, even when the command itself exits at the first signal.
-    private func terminate(group: Int32, grace: UInt64) async {
-        defer { taskEnded() }
-        guard CommandProcess.signalGroup(group, SIGTERM) else { return }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .microseconds(grace)
-        while clock.now < deadline {
-            try? await Task.sleep(for: Self.groupPollInterval)
-            guard CommandProcess.groupExists(group) else { return }
-        }
-        CommandProcess.signalGroup(group, SIGKILL)
+    func terminationEnded() {
+        state.withLock { taskEndedLocked(&$0) }
     }
 
     /// `run` ended (or never started); counts it, logs it and starts the run waiting for its target, if any.
-    private func finished(_ run: Int, outcome: CommandProcess.Outcome) {
+    func finished(_ run: Int, outcome: CommandProcess.Outcome) {
         let now = clock()
         let (effects, record, logLevel, suppressed) = state.withLock {
             state -> ([Effect], Run?, Logger.Level, Int?) in
@@ -561,10 +563,6 @@ final class CommandRunnerCore: Sendable {
         ]
         if let processID { metadata["pid"] = "\(processID)" }
         return metadata
-    }
-
-    private func taskEnded() {
-        state.withLock { taskEndedLocked(&$0) }
     }
 
     /// Counts a task as ended and, when it was the last one after `stop`, wakes the callers of `stop`.

@@ -9,12 +9,12 @@ import Synchronization
 /// so no thread ever runs a default handler (which for SIGHUP would kill the daemon). SIGPIPE is ignored process-wide;
 /// every socket write also passes MSG_NOSIGNAL.
 ///
-/// A thread that unblocks them anyway still cannot take the daemon down: swift-subprocess's process monitor waits in
-/// `epoll_pwait` with an empty signal mask (1.0.2, for its SIGCHLD fallback), so from the first command run on, a
-/// SIGHUP or SIGTERM sent to touchd may be delivered to that thread, whose default action would end the process. The
-/// three signals therefore also have a handler, which forwards the signal with tgkill(2) to the thread that reads
-/// the signalfd (``receiveOnCurrentThread()``). That thread blocks them, so the forwarded signal stays pending and
-/// the signalfd reports it like any other.
+/// A thread that unblocks them anyway still cannot take the daemon down: a SIGHUP or SIGTERM delivered to such a
+/// thread (a library's helper thread; swift-subprocess's monitor, which touchd used for commands until issue 17,
+/// waited with an empty signal mask) would run the default action and end the process. The three signals therefore
+/// also have a handler, which forwards the signal with tgkill(2) to the thread that reads the signalfd
+/// (``receiveOnCurrentThread()``). That thread blocks them, so the forwarded signal stays pending and the signalfd
+/// reports it like any other.
 final class SignalChannel: Sendable {
     static let handled: [Int32] = [SIGHUP, SIGINT, SIGTERM]
 
