@@ -145,6 +145,20 @@ struct RenderTests {
         #expect(run.errorLines.first == "wrote standard output: screen checkout")
     }
 
+    @Test("filter mode: to_app = false controls are cross-hatched and labelled, and the legend says what it means")
+    func filterMarks() throws {
+        let config = TestSupport.packageRoot.appendingPathComponent("config/filter-kiosk.toml").path
+        let run = try CheckCommandTests.run(["render", "--config", config, "--output", "-"])
+        #expect(run.status == 0)
+        let svg = run.standardOutput
+        #expect(svg.components(separatedBy: "class=\"to-app-false\"").count == 2)  // the bezel, once
+        #expect(svg.contains("button · touchd only"))
+        #expect(svg.contains("never reaches the application (to_app = false)"))
+        // Without filter mode nothing is marked.
+        let plain = try Self.render(to: "-").standardOutput
+        #expect(!plain.contains("to-app-false") && !plain.contains("touchd only"))
+    }
+
     @Test("a directory is refused")
     func directory() throws {
         let directory = try TestSupport.makeTemporaryDirectory()

@@ -61,6 +61,23 @@ extension Configuration {
                 "idle after \(count(Int(idle.timeout / 1_000_000), "second")) without a touch"
                     + (idle.screen.map { ": screen \($0)" } ?? "") + ", \(count(idle.actions.count, "idle action"))")
         }
+        if filter.enabled {
+            // What the application beneath touchd will and will not see (docs/kiosk.md).
+            var parts = ["filter mode: the application reads the touchscreens' twins"]
+            let alone = controls.filter { !$0.toApp }.count
+            if alone > 0 { parts.append("\(count(alone, "control")) touchd's alone (to_app = false)") }
+            let delaying = gestures.filter(\.delaysTouchesBegan).count
+            if delaying > 0 { parts.append("\(count(delaying, "gesture")) delaying touches") }
+            if filter.appMaxContacts > 0 {
+                parts.append("at most \(count(filter.appMaxContacts, "touch", "touches")) at once")
+            }
+            if filter.swallowAfterIdle > 0 {
+                parts.append(
+                    "the wake touch swallowed after \(Self.number(Double(filter.swallowAfterIdle) / 1_000_000)) s")
+            }
+            parts.append("claimed touches end as a \(filter.cancelWith == .lift ? "lift" : "palm cancel")")
+            lines.append(parts.joined(separator: ", "))
+        }
         if !applicationEvents.isEmpty {
             lines.append("application events: \(applicationEvents.keys.sorted().joined(separator: ", "))")
         }

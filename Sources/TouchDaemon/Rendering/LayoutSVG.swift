@@ -22,7 +22,9 @@ struct LayoutSVG {
             font-size="\(n(fontSize))">
             <defs><pattern id="hatch" width="12" height="12" patternUnits="userSpaceOnUse" \
             patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="12" stroke="#8e44ad" stroke-width="4" \
-            stroke-opacity="0.35"/></pattern></defs>
+            stroke-opacity="0.35"/></pattern><pattern id="touchd-only" width="16" height="16" \
+            patternUnits="userSpaceOnUse"><path d="M0 0L16 16M16 0L0 16" stroke="#c0392b" stroke-width="2" \
+            stroke-opacity="0.45"/></pattern></defs>
             <title>touchd layout\(screen.map { ": screen \(escape($0))" } ?? "")</title>
             <rect x="0" y="0" width="\(n(width))" height="\(n(height))" fill="#fbfbf8" stroke="#222" stroke-width="2"/>
 
@@ -57,6 +59,11 @@ struct LayoutSVG {
                 attributes:
                     "fill=\"\(color)\" fill-opacity=\"\(control.isEnabled ? "0.30" : "0.10")\" stroke=\"\(color)\" stroke-width=\"3\"\(dash)"
             )
+            if filtering && !control.toApp {
+                // Filter mode: touches that begin here never reach the application (docs/kiosk.md).
+                svg += path(
+                    control.shape, attributes: "class=\"to-app-false\" fill=\"url(#touchd-only)\" stroke=\"none\"")
+            }
             let box = control.shape.boundingBox
             let center = Point(x: box.minX + box.width / 2, y: box.minY + box.height / 2)
             svg += label(control.id, x: center.x, y: center.y, color: "#111", weight: "bold")
@@ -73,13 +80,17 @@ struct LayoutSVG {
         }
         svg += "</g>\n"
         svg += label(
-            "\(n(width))×\(n(height)) · halo: drag outset · dashed outline: disabled · hatched: gesture region",
+            "\(n(width))×\(n(height)) · halo: drag outset · dashed outline: disabled · hatched: gesture region"
+                + (filtering ? " · red cross-hatch: never reaches the application (to_app = false)" : ""),
             x: width - 8, y: height - 8, color: "#555", anchor: "end")
         svg += "</svg>\n"
         return svg
     }
 
     // MARK: - Pieces
+
+    /// Filter mode: `to_app = false` controls are marked.
+    private var filtering: Bool { configuration.filter.enabled }
 
     private func details(_ control: Control) -> String {
         var parts = [control.kind.name]
@@ -95,6 +106,7 @@ struct LayoutSVG {
         }
         if control.isSelected { parts.append("selected") }
         if !control.isEnabled { parts.append("disabled") }
+        if filtering && !control.toApp { parts.append("touchd only") }
         return parts.joined(separator: " · ")
     }
 
