@@ -1,3 +1,4 @@
+import TestKit
 import Testing
 import TouchModel
 
@@ -205,6 +206,29 @@ struct TouchRouterTests {
         var output = Self.output
         output.rotation = rotation
         #expect(CoordinateMapper(output: output).map(x: 0.25, y: 0.1) == expected)
+    }
+
+    /// Filter mode forwards the application's touches in device coordinates: `unmap` must undo `map` exactly, for
+    /// every rotation, a calibration matrix and a device region, or the twin's touches land elsewhere.
+    @Test(arguments: Configuration.Rotation.allCases)
+    func unmapUndoesMap(_ rotation: Configuration.Rotation) throws {
+        var output = Self.output
+        output.rotation = rotation
+        output.calibration = [1.1, 0.05, -0.02, -0.03, 0.95, 0.04]
+        var random = SeededGenerator(seed: 7)
+        for region in [nil, Rect(x: 100, y: 50, width: 400, height: 300)] {
+            let mapper = CoordinateMapper(output: output, region: region)
+            for _ in 0..<200 {
+                let x = Double.random(in: -0.1...1.1, using: &random)
+                let y = Double.random(in: -0.1...1.1, using: &random)
+                let point = try #require(mapper.map(x: x, y: y))
+                let back = try #require(mapper.unmap(point))
+                #expect(abs(back.x - x) < 1e-9 && abs(back.y - y) < 1e-9, "\(rotation) \(x),\(y) → \(back)")
+            }
+        }
+        // A matrix with no inverse forwards nothing rather than a wrong place.
+        output.calibration = [1, 2, 0, 2, 4, 0]
+        #expect(CoordinateMapper(output: output).unmap(Point(x: 10, y: 10)) == nil)
     }
 
     /// D5: lost events cancel the contacts of the device that lost them (of every device when unknown) and orphan
