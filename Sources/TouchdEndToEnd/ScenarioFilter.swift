@@ -1,3 +1,4 @@
+import CLibinput
 import Glibc
 
 /// Filter mode with real kernel input (`touchd-e2e --filter`, issue 16): touchd grabs a uinput panel and forwards
@@ -111,6 +112,8 @@ final class FilterRun {
             try reload(Self.config(socket: target.path, swallowSeconds: 1))
             try checkWakeTouch()
             try reload(Self.config(socket: target.path))
+            try checkBusyPanel()
+            try findTwin(from: 0)
             try checkKill()
             try checkUnplug()
             // The latency run starts and stops touchd between rounds; it is measured with touchd as a child.
@@ -217,16 +220,17 @@ final class FilterRun {
         return notify.inbox.since(cursor).last { $0.value("STATUS") != nil }?.value("STATUS")
     }
 
-    private func startDaemon() throws(Abort) {
+    /// Starts touchd (or restarts the unit) and waits until its status contains `expecting`.
+    private func startDaemon(expecting: String = "filtering 1") throws(Abort) {
         try attempt { () throws(DriverError) in try writeFile(configPath, Self.config(socket: target.path)) }
         if underSystemd {
             let started = Tool.run([Tool.systemctl, "restart", UnitPaths.service], verbose: options.verbose)
             guard started.succeeded else { throw Abort("systemctl restart touchd.service: \(started.summary)") }
             let filtering = poll(until: monotonicNow() + Limits.readiness) {
-                statusText(since: 0)?.contains("filtering 1") == true ? true : nil
+                statusText(since: 0)?.contains(expecting) == true ? true : nil
             }
             guard filtering != nil else {
-                throw Abort("touchd.service did not report 'filtering 1': \(statusText(since: 0) ?? "no status")")
+                throw Abort("touchd.service did not report '\(expecting)': \(statusText(since: 0) ?? "no status")")
             }
             return
         }
@@ -238,11 +242,58 @@ final class FilterRun {
                 echoPrefix: options.verbose ? "touchd| " : nil)
         }
         let ready = poll(until: monotonicNow() + Limits.readiness) {
-            notify.inbox.first(from: cursor) { $0.value("STATUS")?.contains("filtering 1") == true }
+            notify.inbox.first(from: cursor) { $0.value("STATUS")?.contains(expecting) == true }
         }
         guard ready != nil else {
-            throw Abort("touchd did not report 'filtering 1' in its status: \(daemon?.tail(20) ?? [])")
+            throw Abort("touchd did not report '\(expecting)' in its status: \(daemon?.tail(20) ?? [])")
         }
+    }
+
+    /// Stops touchd (the unit, or the child).
+    private func stopDaemon() {
+        if underSystemd {
+            _ = Tool.run([Tool.systemctl, "stop", UnitPaths.service], verbose: options.verbose)
+        } else {
+            daemon?.send(SIGTERM)
+            _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
+        }
+    }
+
+    /// A panel another process has grabbed (fault-cases.md F5): touchd says so in its status and does not count it
+    /// as filtered; once the other grab ends, a reload filters it.
+    private func checkBusyPanel() throws(Abort) {
+        guard let node = panel?.devnode else { throw Abort("no panel") }
+        stopDaemon()
+        let fd = open(node, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        var evdev: OpaquePointer?
+        guard fd >= 0, libevdev_new_from_fd(fd, &evdev) == 0, let evdev, libevdev_grab(evdev, LIBEVDEV_GRAB) == 0 else {
+            if fd >= 0 { close(fd) }
+            throw Abort("the driver could not grab \(node) itself")
+        }
+        var failures: [String] = []
+        do throws(Abort) {
+            try startDaemon(expecting: "not filtered")
+            let status = statusText(since: 0) ?? ""
+            if !status.contains("EBUSY") { failures.append("the status does not say EBUSY: \(status)") }
+            if status.contains("filtering 1") { failures.append("the busy panel counts as filtered: \(status)") }
+        } catch {
+            failures.append(error.reason)
+        }
+        libevdev_grab(evdev, LIBEVDEV_UNGRAB)
+        libevdev_free(evdev)
+        close(fd)
+        if failures.isEmpty {
+            try reload(Self.config(socket: target.path))
+            let filtering = poll(until: monotonicNow() + 5_000_000) {
+                statusText(since: 0)?.contains("filtering 1") == true ? true : nil
+            }
+            if filtering == nil {
+                failures.append("a reload after the grab ended did not filter it: \(statusText(since: 0) ?? "")")
+            }
+        }
+        record(
+            "a panel another process grabbed is reported, not filtered; a reload filters it once free",
+            failures.isEmpty ? nil : failures.joined(separator: "; "))
     }
 
     /// Starts `libinput debug-events` on the whole seat and finds the twin among its devices.

@@ -151,4 +151,30 @@ struct EngineFilterTests {
         #expect(configuration.controls.first { $0.id == "override" }?.toApp == true)
         #expect(configuration.controls.first { $0.id == "a" }?.toApp == true)
     }
+
+    @Test("a reload asks again for a touchscreen another process had grabbed (fault-cases.md F5)")
+    func reloadRetriesRefused() throws {
+        var driver = try EngineTests.Driver(Self.configuration())
+        _ = driver.plug(1)
+        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), "another process has grabbed it (EBUSY)")])
+        let effects = driver.engine.reload(
+            .loaded(try EngineTests.load(Self.configuration())), path: "engine.toml", now: driver.now)
+        #expect(Self.plans(effects) == [[1]])
+        let applied = driver.engine.filterApplied([(EngineTests.Driver.device(1), nil)])
+        #expect(EngineTests.statuses(applied).last?.hasSuffix("filtering 1") == true)
+        // Nothing refused and nothing changed: a reload plans nothing.
+        let again = driver.engine.reload(
+            .loaded(try EngineTests.load(Self.configuration())), path: "engine.toml", now: driver.now)
+        #expect(Self.plans(again).isEmpty)
+    }
+
+    @Test("lost events (SYN_DROPPED) cancel the application's copies of the contacts that were down (F3)")
+    func lostEventsCancelForTheApplication() throws {
+        var driver = try Self.filtering()
+        _ = driver.frame([.down(0, 500, 500)])
+        let effects = driver.engine.handle([.eventsLost(device: 1)], now: driver.now)
+        #expect(Self.frames(effects).flatMap { $0.changes.map(\.phase) } == [.cancel])
+        // The resync's lift of that contact goes nowhere.
+        #expect(Self.frames(driver.frame([.up(0)])).isEmpty)
+    }
 }

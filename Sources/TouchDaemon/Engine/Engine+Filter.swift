@@ -36,10 +36,13 @@ struct FilterState: Sendable {
 extension Engine {
     /// Hands the loop the touchscreens to grab when that changed: the used touchscreens with `[filter] enabled`,
     /// none without.
-    mutating func planFilter(into effects: inout [Effect]) {
+    /// `retry`: ask again for the touchscreens that could not be grabbed (a reload, after the other grabber went away).
+    mutating func planFilter(retry: Bool = false, into effects: inout [Effect]) {
         let wanted = configuration.filter.enabled ? router.touchscreens : []
         let cancel = configuration.filter.cancelWith
-        guard wanted.map(\.id) != filter.planned || (!wanted.isEmpty && filter.plannedCancel != cancel) else { return }
+        let retrying = retry && !filter.refused.isEmpty && !wanted.isEmpty
+        guard wanted.map(\.id) != filter.planned || (!wanted.isEmpty && filter.plannedCancel != cancel) || retrying
+        else { return }
         // A first plan with nothing to grab says nothing: the filter was never on.
         if wanted.isEmpty && filter.plannedCancel == nil { return }
         filter.planned = wanted.map(\.id)
@@ -74,7 +77,7 @@ extension Engine {
         return effects
     }
 
-    /// The loop released every grab (the filter was turned off, or touchd stops).
+    /// The filter's part of the status: how many touchscreens are filtered, and which could not be, and why.
     var filterStatus: String? {
         guard configuration.filter.enabled else { return nil }
         var parts: [String] = []

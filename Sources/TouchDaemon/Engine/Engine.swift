@@ -329,7 +329,7 @@ struct Engine {
             }
         }
         effects += carriedNotes
-        planFilter(into: &effects)
+        planFilter(retry: true, into: &effects)
         effects.append(
             .log(
                 .info, "configuration reloaded",
