@@ -222,6 +222,22 @@ struct RunCommandTests {
         #expect(status?.contains("READY=1") == false)
     }
 
+    /// F4: filter mode without write access to /dev/uinput is refused at start (exit 78, a message that says what to
+    /// do) before any device is opened, so touchd never grabs a panel it cannot forward. Build machines have no
+    /// /dev/uinput; where this process can open it the check cannot be made here (the VM runs filter mode for real).
+    @Test func filterModeWithoutUinputExits78() throws {
+        guard access("/dev/uinput", W_OK) != 0 else { return }
+        let fixture = try Fixture(configuration: Self.valid + "\n[filter]\nenabled = true\n")
+        let daemon = try fixture.start()
+        #expect(daemon.exitStatus() == 78)
+        #expect(
+            daemon.errorText.contains("filter mode is on but touchd cannot create virtual touchscreens: /dev/uinput:"))
+        #expect(!daemon.errorText.contains("touchscreen added"))
+        let status = fixture.notify.next(within: 1)
+        #expect(status?.contains { $0.hasPrefix("STATUS=filter mode refused: /dev/uinput") } == true)
+        #expect(status?.contains("READY=1") == false)
+    }
+
     /// O2: with `WatchdogSec=` (WATCHDOG_USEC) the input loop pings `WATCHDOG=1` at least every half interval, even
     /// with no input at all; without it, an idle daemon sends nothing.
     @Test func watchdogPingsComeFromTheInputLoop() throws {
