@@ -449,7 +449,10 @@ final class FilterRun {
         }
         let ending = cancelWith == "palm" ? "TOUCH_CANCEL" : "TOUCH_UP"
         let ended = waitTouches(from: cursor, twinSysname, ending, count: 3, within: 2_000_000)
-        let recognized = target.inbox.first(from: messages) { $0.action == "admin" }
+        // The twin's frame and the socket message leave touchd in the same loop turn; either may be read first.
+        let recognized = poll(until: monotonicNow() + 2_000_000) {
+            target.inbox.first(from: messages) { $0.action == "admin" }
+        }
         if recognized == nil { failures.append("the admin press was not recognized within 2 s") }
         if ended == nil {
             failures.append(
