@@ -289,6 +289,7 @@ final class FilterRun {
             }
             if filtering == nil {
                 failures.append("a reload after the grab ended did not filter it: \(statusText(since: 0) ?? "")")
+                for line in daemon?.tail(30) ?? [] { Console.line("busy| \(line)") }
             }
         }
         record(

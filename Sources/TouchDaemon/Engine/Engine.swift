@@ -265,7 +265,6 @@ struct Engine {
         var effects: [Effect] = []
         armIdle(at: Instant(microseconds: now))
         if router.touchscreens.isEmpty { effects.append(waitingLine) }
-        planFilter(into: &effects)
         lastStatus = status
         effects.append(.notify(.ready(status: status)))
         effects.append(.log(.info, "ready", ["status": "\(status)", MessageID.metadataKey: "\(MessageID.ready)"]))
@@ -329,7 +328,6 @@ struct Engine {
             }
         }
         effects += carriedNotes
-        planFilter(retry: true, into: &effects)
         effects.append(
             .log(
                 .info, "configuration reloaded",
@@ -347,6 +345,8 @@ struct Engine {
         answerReload(requesters, into: &effects)
         lastStatus = status
         effects.append(.notify(.ready(status: status)))
+        // After READY=1: the loop grabs at once, and the status that follows says how it went.
+        planFilter(retry: true, into: &effects)
         return effects
     }
 
