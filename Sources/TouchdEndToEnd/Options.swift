@@ -26,7 +26,7 @@ struct Options: Equatable {
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
-               touchd-e2e --cage --touchd PATH [--verbose]
+               touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
 
         Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
         root: it runs inside the test VM (scripts/vm/run).
@@ -51,7 +51,8 @@ struct Options: Equatable {
                          with --systemd-unit, touchd is the installed touchd.service (units, groups and udev rule
                          of DIR) under its full sandbox: scripts/vm/run --systemd
           --cage         filter mode under a real compositor and client: cage (its DRM backend, through seatd)
-                         showing wev; needs the VM's GPU: scripts/vm/run --gpu
+                         showing wev; needs the VM's GPU: scripts/vm/run --gpu; with --systemd-unit, touchd is
+                         the installed touchd.service: scripts/vm/run --gpu --systemd
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated

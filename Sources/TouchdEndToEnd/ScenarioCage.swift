@@ -8,6 +8,9 @@ import Glibc
 final class CageRun {
     let options: Options
     let touchd: String
+    /// `--cage --systemd-unit`: touchd is the installed touchd.service under its full sandbox (scripts/vm/run --gpu
+    /// --systemd); otherwise a child process of the driver.
+    let underSystemd: Bool
     private let scratch: ScratchDirectory
     private let target: TargetListener
     private var daemon: Daemon?
@@ -19,9 +22,16 @@ final class CageRun {
     init(options: Options, touchd: String) {
         self.options = options
         self.touchd = touchd
+        underSystemd = options.systemdUnit
         do {
             scratch = try ScratchDirectory()
-            target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
+            if underSystemd {
+                _ = Tool.run(["/usr/bin/install", "-d", "-m", "0755", UnitPaths.scratch], verbose: options.verbose)
+                target = try TargetListener(path: UnitPaths.target, verbose: options.verbose)
+                _ = chmod(UnitPaths.target, 0o666)
+            } else {
+                target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
+            }
         } catch {
             Console.line("touchd-e2e: cannot set up: \(error)")
             exit(1)
@@ -36,9 +46,11 @@ final class CageRun {
         } catch {
             results.append(("sequence", "stopped: \(error.reason)"))
         }
+        let mode = underSystemd ? " (touchd.service)" : ""
         cage?.killAndReap()
         seatd?.killAndReap()
         daemon?.killAndReap()
+        if underSystemd { _ = Tool.run([Tool.systemctl, "stop", UnitPaths.service], verbose: options.verbose) }
         panel?.destroy()
         target.stop()
         let failed = results.filter { $0.failure != nil }
@@ -47,7 +59,9 @@ final class CageRun {
             Console.line("--- cage and wev (last 60 lines) ---")
             for line in cage?.tail(60) ?? [] { Console.line("cage| \(line)") }
         }
-        for (name, failure) in results { Console.line(failure.map { "FAIL \(name): \($0)" } ?? "PASS \(name)") }
+        for (name, failure) in results {
+            Console.line(failure.map { "FAIL \(name)\(mode): \($0)" } ?? "PASS \(name)\(mode)")
+        }
         Console.line("cage: \(results.count - failed.count)/\(results.count) checks passed")
         scratch.remove()
         return failed.isEmpty ? 0 : 1
@@ -69,19 +83,32 @@ final class CageRun {
             try VirtualTouchscreen(name: FilterRun.panelName, verbose: options.verbose)
         }
         sleep(microseconds: 500_000)
-        let config = scratch.file("filter.toml")
         // The defaults of [filter]: cancel_with = "lift".
         let text = FilterRun.config(socket: target.path).replacingOccurrences(of: "cancel_with = \"lift\"\n", with: "")
-        try attempt { () throws(DriverError) in try writeFile(config, text) }
-        daemon = try attempt { () throws(DriverError) in
-            try Daemon(
-                executable: touchd, arguments: ["run", "--config", config], environment: [:],
-                removing: Scenario.scrubbedEnvironment, echoPrefix: options.verbose ? "touchd| " : nil)
+        if underSystemd {
+            try FilterRun.installUnits(from: options.units, touchd: touchd, verbose: options.verbose)
+            try attempt { () throws(DriverError) in try writeFile(UnitPaths.config, text) }
+            let started = Tool.run([Tool.systemctl, "restart", UnitPaths.service], verbose: options.verbose)
+            guard started.succeeded else { throw Abort("systemctl restart touchd.service: \(started.summary)") }
+            let filtering = poll(until: monotonicNow() + Limits.readiness) { () -> Bool? in
+                let shown = Tool.run(
+                    [Tool.systemctl, "show", "-p", "StatusText", "--value", UnitPaths.service], verbose: false)
+                return shown.output.first?.contains("filtering 1") == true ? true : nil
+            }
+            guard filtering != nil else { throw Abort("touchd.service did not filter the panel") }
+        } else {
+            let config = scratch.file("filter.toml")
+            try attempt { () throws(DriverError) in try writeFile(config, text) }
+            daemon = try attempt { () throws(DriverError) in
+                try Daemon(
+                    executable: touchd, arguments: ["run", "--config", config], environment: [:],
+                    removing: Scenario.scrubbedEnvironment, echoPrefix: options.verbose ? "touchd| " : nil)
+            }
+            let filtering = poll(until: monotonicNow() + Limits.readiness) {
+                daemon?.output.first(from: 0) { $0.contains("touchscreen filtered") }
+            }
+            guard filtering != nil else { throw Abort("touchd did not filter the panel: \(daemon?.tail(20) ?? [])") }
         }
-        let filtering = poll(until: monotonicNow() + Limits.readiness) {
-            daemon?.output.first(from: 0) { $0.contains("touchscreen filtered") }
-        }
-        guard filtering != nil else { throw Abort("touchd did not filter the panel: \(daemon?.tail(20) ?? [])") }
 
         seatd = try attempt { () throws(DriverError) in
             try Daemon(

@@ -174,27 +174,7 @@ final class FilterRun {
     /// As scripts/install and the .deb do: the units, the groups, the udev rule for /dev/uinput (applied to the node
     /// at once), and touchd at /usr/bin/touchd.
     private func installUnits() throws(Abort) {
-        let units = options.units
-        var steps: [[String]] = []
-        if touchd != UnitPaths.binary { steps.append(["/usr/bin/install", "-m", "0755", touchd, UnitPaths.binary]) }
-        steps += [
-            [
-                "/usr/bin/install", "-m", "0644", "\(units)/touchd.service", "\(units)/touchd.socket",
-                UnitPaths.unitDirectory + "/",
-            ],
-            ["/usr/bin/install", "-D", "-m", "0644", "\(units)/touchd.sysusers", UnitPaths.sysusers],
-            ["/usr/bin/systemd-sysusers", UnitPaths.sysusers],
-            ["/usr/bin/install", "-D", "-m", "0644", "\(units)/60-touchd-uinput.rules", Self.udevRule],
-            ["/bin/udevadm", "control", "--reload-rules"],
-            ["/bin/udevadm", "trigger", "--action=add", "--subsystem-match=misc", "--sysname-match=uinput"],
-            ["/bin/udevadm", "settle", "--timeout=20"],
-            ["/usr/bin/install", "-d", "-m", "0755", UnitPaths.configDirectory],
-            [Tool.systemctl, "daemon-reload"],
-        ]
-        for step in steps {
-            let result = Tool.run(step, verbose: options.verbose)
-            guard result.succeeded else { throw Abort("installing failed: \(result.summary)") }
-        }
+        try Self.installUnits(from: options.units, touchd: touchd, verbose: options.verbose)
         var status = stat()
         let group = FilterRun.groupName(of: "/dev/uinput", &status)
         record(
@@ -204,6 +184,31 @@ final class FilterRun {
     }
 
     static let udevRule = "/usr/lib/udev/rules.d/60-touchd-uinput.rules"
+
+    /// Installs as scripts/install and the .deb do: `touchd` as /usr/bin/touchd, the units, the groups (running
+    /// systemd-sysusers) and the udev rule for /dev/uinput, applied to the node at once; then daemon-reload.
+    static func installUnits(from units: String, touchd: String, verbose: Bool) throws(Abort) {
+        var steps: [[String]] = []
+        if touchd != UnitPaths.binary { steps.append(["/usr/bin/install", "-m", "0755", touchd, UnitPaths.binary]) }
+        steps += [
+            [
+                "/usr/bin/install", "-m", "0644", "\(units)/touchd.service", "\(units)/touchd.socket",
+                UnitPaths.unitDirectory + "/",
+            ],
+            ["/usr/bin/install", "-D", "-m", "0644", "\(units)/touchd.sysusers", UnitPaths.sysusers],
+            ["/usr/bin/systemd-sysusers", UnitPaths.sysusers],
+            ["/usr/bin/install", "-D", "-m", "0644", "\(units)/60-touchd-uinput.rules", udevRule],
+            ["/bin/udevadm", "control", "--reload-rules"],
+            ["/bin/udevadm", "trigger", "--action=add", "--subsystem-match=misc", "--sysname-match=uinput"],
+            ["/bin/udevadm", "settle", "--timeout=20"],
+            ["/usr/bin/install", "-d", "-m", "0755", UnitPaths.configDirectory, UnitPaths.scratch],
+            [Tool.systemctl, "daemon-reload"],
+        ]
+        for step in steps {
+            let result = Tool.run(step, verbose: verbose)
+            guard result.succeeded else { throw Abort("installing failed: \(result.summary)") }
+        }
+    }
 
     static func groupName(of path: String, _ status: inout stat) -> String? {
         guard stat(path, &status) == 0, let group = getgrgid(status.st_gid) else { return nil }

@@ -44,4 +44,24 @@ extension EndToEndTests {
                 touchd.path, "--units", root.appendingPathComponent("systemd").path,
             ])
     }
+
+    /// Filter mode under the shipped unit with a real compositor and client (ScenarioCage.swift with
+    /// `--systemd-unit`): cage and wev in a guest with systemd as PID 1 and a GPU.
+    @Test("filter mode under touchd.service with cage and wev, in the VM", .timeLimit(.minutes(10)))
+    func filterModeUnderSystemdAndCage() async throws {
+        guard EndToEndTests.onPath("qemu-system-x86_64"), EndToEndTests.onPath("cage"), EndToEndTests.onPath("wev")
+        else {
+            Issue.record("qemu-system-x86_64, cage or wev is not installed: run scripts/setup first")
+            return
+        }
+        let touchd = try EndToEndTests.product("touchd")
+        let driver = try EndToEndTests.product("touchd-e2e")
+        let root = EndToEndTests.packageRoot
+        try await EndToEndTests.runVM(
+            "filter mode under systemd and cage",
+            arguments: [
+                "--systemd", "--gpu", "--timeout", "600", "--", driver.path, "--cage", "--systemd-unit", "--touchd",
+                touchd.path, "--units", root.appendingPathComponent("systemd").path,
+            ])
+    }
 }

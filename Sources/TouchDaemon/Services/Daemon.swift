@@ -35,6 +35,8 @@ final class Daemon {
     private var controlOutbox: [ControlMessage] = []
     /// Control clients that asked for a reload in this batch: one reload answers them all.
     private var reloadRequesters: [ControlRequester] = []
+    /// Frames that could not be written to a twin (filter mode), for the log's rate limit.
+    private var forwardFailures = 0
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
     private var suspendWatch = SuspendWatch()
     /// When the daemon started (monotonic microseconds), for `stats`.
@@ -206,9 +208,16 @@ final class Daemon {
             case .forward(let frame):
                 // Same loop turn as the input frame: no thread hop on the application's path.
                 if let code = input?.forward(frame) {
-                    logger.warning(
-                        "cannot forward a frame to the application",
-                        metadata: ["device": "\(frame.device)", "errno": "\(LibinputContext.errnoText(code))"])
+                    // A twin that stopped taking frames fails on every touch: say so once, then every 1000th time.
+                    forwardFailures &+= 1
+                    if forwardFailures == 1 || forwardFailures % 1000 == 0 {
+                        logger.warning(
+                            "cannot forward a frame to the application",
+                            metadata: [
+                                "device": "\(frame.device)", "errno": "\(LibinputContext.errnoText(code))",
+                                "failures": "\(forwardFailures)",
+                            ])
+                    }
                 }
             }
         }
