@@ -1,3 +1,5 @@
+import Glibc
+
 /// The command line: `touchd-e2e --touchd PATH [--verbose] [--taps N]`, `touchd-e2e --self-test [--touchd PATH]`, or
 /// `touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket]`.
 struct Options: Equatable {
@@ -74,7 +76,20 @@ struct Options: Equatable {
         }
         while let argument = remaining.popFirst() {
             switch argument {
-            case "--touchd": options.touchd = try value(for: argument)
+            case "--touchd":
+                // Absolute: the driver runs it from other directories and hands it to tools that need a full path.
+                let path = try value(for: argument)
+                if path.hasPrefix("/") {
+                    options.touchd = path
+                } else {
+                    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                    guard getcwd(&buffer, buffer.count) != nil else {
+                        throw UsageError("--touchd \(path): cannot resolve a relative path (getcwd failed)")
+                    }
+                    let directory = String(
+                        decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                    options.touchd = directory + "/" + path
+                }
             case "--taps":
                 let text = try value(for: argument)
                 guard let taps = Int(text), (1...10000).contains(taps) else {
