@@ -116,7 +116,8 @@ struct Options: Equatable {
             }
         }
         if [
-            options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter, options.filter,
+            options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
+            options.filter,
             options.cage,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
