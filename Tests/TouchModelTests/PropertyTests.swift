@@ -485,7 +485,11 @@ struct PropertyTests {
                 sessions[id] = nil
                 liftedInside.remove(id)
             case .valueChanged, .primaryActionTriggered:
-                let expectHighlight = (session?.isInside ?? false) || liftedInside.contains(id)
+                // While tracking (a slider's value, sent before the drag or up event of the same sample, as UIKit's
+                // continueTracking/endTracking do) the highlight already follows where the contact is; after a lift
+                // (a toggle's or a segmented control's), it is held while the lift was inside.
+                let expectHighlight =
+                    session != nil ? (insideEnlarged() ?? session?.isInside ?? false) : liftedInside.contains(id)
                 if highlighted != expectHighlight {
                     fail("\(record.event) of \(id): highlighted \(highlighted), expected \(expectHighlight)")
                 }
