@@ -35,7 +35,7 @@ struct CheckCommandTests {
     }
 
     /// Runs `touchd` with `arguments`, capturing both streams through files (no pipe can fill up).
-    static func run(_ arguments: [String]) throws -> Run {
+    static func run(_ arguments: [String], standardInput: Data? = nil) throws -> Run {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let outURL = directory.appendingPathComponent("stdout")
@@ -51,7 +51,13 @@ struct CheckCommandTests {
         let process = Process()
         process.executableURL = try executable()
         process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
+        if let standardInput {
+            let inURL = directory.appendingPathComponent("stdin")
+            try standardInput.write(to: inURL)
+            process.standardInput = try FileHandle(forReadingFrom: inURL)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = out
         process.standardError = err
         try process.run()
