@@ -89,15 +89,19 @@ public struct Control: Hashable, Sendable {
             var steps = ((clamped - minimum) / step).rounded()
             if minimum + steps * step > maximum { steps -= 1 }
             guard steps >= 0 else { return minimum }
-            return Self.tidy(minimum + steps * step, near: step)
+            let snapped = minimum + steps * step
+            // `0.1 * 3` is `0.30000000000000004`: when min and step are written with at most nine decimals, every
+            // value of the grid is too, so rounding to nine decimals only takes the floating-point noise away and the
+            // value prints as the grid a designer wrote. Otherwise it stays as computed.
+            guard Self.tidy(minimum) == minimum, Self.tidy(step) == step else { return snapped }
+            let tidied = Self.tidy(snapped)
+            return (minimum...maximum).contains(tidied) ? tidied : snapped
         }
 
-        /// `0.1 * 3` is `0.30000000000000004`: a snapped value is rounded to nine decimals (far below any step the
-        /// configuration allows to matter) so that it prints as the step grid a designer wrote.
-        private static func tidy(_ value: Double, near step: Double) -> Double {
-            guard Swift.abs(value) < 1e6, step >= 1e-6 else { return value }
-            let tidied = (value * 1e9).rounded() / 1e9
-            return tidied.isFinite ? tidied : value
+        /// `value` rounded to nine decimals, when it is small enough for that to be exact arithmetic on whole numbers.
+        private static func tidy(_ value: Double) -> Double {
+            guard Swift.abs(value) < 1e6 else { return value }
+            return (value * 1e9).rounded() / 1e9
         }
 
         /// The value for a contact at `point` over a control whose bounding box is `box`.

@@ -77,7 +77,7 @@ struct PropertyTests {
                 shape: .rect(Rect(x: 200, y: 200, width: 300, height: 30)), parent: "main", dragOutset: dragOutset,
                 actions: table),
             Control(
-                id: "fader", kind: .slider(Control.Slider(maximum: 10, axis: .vertical, isContinuous: false)),
+                id: "fader", kind: .slider(Control.Slider(maximum: 10, axis: .vertical, isContinuous: false, step: 3)),
                 shape: .rect(Rect(x: 600, y: 100, width: 30, height: 300)), parent: "other", dragOutset: dragOutset,
                 actions: table),
             Control(
@@ -507,6 +507,11 @@ struct PropertyTests {
             case .slider(let slider):
                 if let value = record.value, !(slider.minimum...slider.maximum).contains(value) {
                     fail("slider \(id) value \(value) out of range")
+                }
+                if let value = record.value, let step = slider.step {
+                    // On the grid min + k·step.
+                    let steps = (value - slider.minimum) / step
+                    if Swift.abs(steps - steps.rounded()) > 1e-9 { fail("slider \(id) value \(value) off its step") }
                 }
                 if record.value == nil { fail("slider \(id) record without a value") }
             case .segmented(let segmented):
