@@ -40,7 +40,8 @@ public struct Control: Hashable, Sendable {
     public enum Axis: String, Hashable, Sendable, CaseIterable {
         /// Left (minimum) to right (maximum).
         case horizontal
-        /// Bottom (minimum) to top (maximum), like a volume fader.
+        /// Bottom (minimum) to top (maximum) for a slider, like a volume fader; a segmented control numbers its
+        /// segments from the top (``Segmented/segment(at:in:)``).
         case vertical
 
         /// Where `point` lies along this axis of `box`, from 0 to 1 (clamped).
@@ -65,17 +66,42 @@ public struct Control: Hashable, Sendable {
         /// When true (the default) valueChanged is sent on every change while tracking; when false,
         /// once on release if the value differs from the value at touch-down.
         public var isContinuous: Bool
+        /// When set, the value snaps to `minimum + k·step` (k a whole number) within `minimum…maximum`; the
+        /// configuration keeps it above 0 and at most `maximum − minimum`.
+        public var step: Double?
 
-        public init(minimum: Double = 0, maximum: Double = 1, axis: Axis = .horizontal, isContinuous: Bool = true) {
+        public init(
+            minimum: Double = 0, maximum: Double = 1, axis: Axis = .horizontal, isContinuous: Bool = true,
+            step: Double? = nil
+        ) {
             self.minimum = minimum
             self.maximum = maximum
             self.axis = axis
             self.isContinuous = isContinuous
+            self.step = step
         }
 
-        /// `value` limited to `minimum…maximum`.
+        /// `value` limited to `minimum…maximum`, then snapped to the nearest step that lies in that range.
         public func clamp(_ value: Double) -> Double {
-            Swift.min(maximum, Swift.max(minimum, value))
+            let clamped = Swift.min(maximum, Swift.max(minimum, value))
+            guard let step, step > 0, step.isFinite, clamped.isFinite else { return clamped }
+            // k stays a Double: no conversion to Int of a value that came from outside.
+            var steps = ((clamped - minimum) / step).rounded()
+            if minimum + steps * step > maximum { steps -= 1 }
+            guard steps >= 0 else { return minimum }
+            let snapped = minimum + steps * step
+            // `0.1 * 3` is `0.30000000000000004`: when min and step are written with at most nine decimals, every
+            // value of the grid is too, so rounding to nine decimals only takes the floating-point noise away and the
+            // value prints as the grid a designer wrote. Otherwise it stays as computed.
+            guard Self.tidy(minimum) == minimum, Self.tidy(step) == step else { return snapped }
+            let tidied = Self.tidy(snapped)
+            return (minimum...maximum).contains(tidied) ? tidied : snapped
+        }
+
+        /// `value` rounded to nine decimals, when it is small enough for that to be exact arithmetic on whole numbers.
+        private static func tidy(_ value: Double) -> Double {
+            guard Swift.abs(value) < 1e6 else { return value }
+            return (value * 1e9).rounded() / 1e9
         }
 
         /// The value for a contact at `point` over a control whose bounding box is `box`.
@@ -95,9 +121,15 @@ public struct Control: Hashable, Sendable {
             self.axis = axis
         }
 
-        /// The segment under `point` in a control whose bounding box is `box`.
+        /// The segment under `point` in a control whose bounding box is `box`: numbered from the left for a
+        /// horizontal control and from the top for a vertical one (as a list reads), unlike a slider's value, which
+        /// grows upwards like a fader's.
         public func segment(at point: Point, in box: Rect) -> Int {
-            let fraction = axis.fraction(of: point, in: box)
+            let fraction: Double
+            switch axis {
+            case .horizontal: fraction = axis.fraction(of: point, in: box)
+            case .vertical: fraction = 1 - axis.fraction(of: point, in: box)
+            }
             // fraction is finite and in 0...1, so the product is in 0...count and converts safely.
             let index = Int((fraction * Double(count)).rounded(.down))
             return Swift.min(count - 1, Swift.max(0, index))

@@ -381,11 +381,15 @@ public struct Scene: Sendable {
         if settings.app != nil { appTouchMoved(state.serial, to: location, into: &output) }
         guard let index = state.control else { return }
         let control = slots[index].control
+        // UIControl updates touchInside and the highlight, then calls continueTracking, where a slider takes its new
+        // value and sends valueChanged, and only then sends the drag events of the move.
         let valueChanged = follow(index, to: location)
         apply(
             ControlTracker.input(forMoveTo: location, in: control.shape, outset: control.dragOutset),
-            to: index, contact: id, at: location, into: &output)
-        if valueChanged { sendValueChanged(from: index, contact: id, location: location, into: &output) }
+            to: index, contact: id, at: location, into: &output
+        ) { scene, output in
+            if valueChanged { scene.sendValueChanged(from: index, contact: id, location: location, into: &output) }
+        }
     }
 
     private mutating func contactEnded(_ sample: ContactSample, into output: inout Output) {
@@ -439,9 +443,12 @@ public struct Scene: Sendable {
 
     // MARK: - Tracking
 
-    /// Runs the tracking table and dispatches the row's events.
+    /// Runs the tracking table and dispatches the row's events. `beforeEvents` runs once the tracker is in its new
+    /// state and before the row's events are sent: UIKit's continueTracking and endTracking, where a slider sends
+    /// valueChanged ahead of the drag or up event of the same touch.
     private mutating func apply(
-        _ input: ControlTracker.Input, to index: Int, contact: ContactID, at location: Point, into output: inout Output
+        _ input: ControlTracker.Input, to index: Int, contact: ContactID, at location: Point, into output: inout Output,
+        beforeEvents: (inout Scene, inout Output) -> Void = { _, _ in }
     ) {
         let before = slots[index].tracker.state
         let transition = slots[index].tracker.handle(input)
@@ -450,6 +457,7 @@ public struct Scene: Sendable {
                 .unexpectedTransition(control: slots[index].control.id, state: before, input: input))
             return
         }
+        beforeEvents(&self, &output)
         for event in transition.events {
             send(event, from: index, contact: contact, location: location, into: &output)
         }
@@ -457,7 +465,7 @@ public struct Scene: Sendable {
 
     /// A slider's value follows the contact. The value changes before the touch events of the same
     /// sample are sent, so they carry it; returns whether a continuous slider must now announce it
-    /// (valueChanged follows the touch events, uicontrol.md §5).
+    /// (valueChanged comes before a move's drag events, after a touch-down's touchDown).
     private mutating func follow(_ index: Int, to location: Point) -> Bool {
         guard case .slider(let slider) = slots[index].control.kind else { return false }
         let value = slider.value(at: location, in: slots[index].control.shape.boundingBox)
@@ -473,7 +481,17 @@ public struct Scene: Sendable {
         slots[index].contact = nil
         slots[index].serial = nil
         slots[index].holdsHighlight = input == .upInside
-        apply(input, to: index, contact: contact, at: location, into: &output)
+        // A non-continuous slider commits its value in endTracking, which UIControl calls before it sends
+        // touchUpInside or touchUpOutside.
+        let commits: Bool
+        if case .slider(let slider) = control.kind {
+            commits = !slider.isContinuous && control.value != slots[index].valueAtTouchDown
+        } else {
+            commits = false
+        }
+        apply(input, to: index, contact: contact, at: location, into: &output) { scene, output in
+            if commits { scene.sendValueChanged(from: index, contact: contact, location: location, into: &output) }
+        }
         slots[index].taps.touchEnded(at: now, tapped: input == .upInside)
         switch control.kind {
         case .button:
@@ -485,10 +503,8 @@ public struct Scene: Sendable {
                 slots[index].control.isSelected.toggle()
                 sendValueChanged(from: index, contact: contact, location: location, into: &output)
             }
-        case .slider(let slider):
-            if !slider.isContinuous, control.value != slots[index].valueAtTouchDown {
-                sendValueChanged(from: index, contact: contact, location: location, into: &output)
-            }
+        case .slider:
+            break  // committed above, before the up event
         case .segmented(let segmented):
             let segment = Double(segmented.segment(at: location, in: control.shape.boundingBox))
             if input == .upInside, segment != control.value {

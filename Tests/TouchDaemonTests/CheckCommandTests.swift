@@ -35,7 +35,7 @@ struct CheckCommandTests {
     }
 
     /// Runs `touchd` with `arguments`, capturing both streams through files (no pipe can fill up).
-    static func run(_ arguments: [String]) throws -> Run {
+    static func run(_ arguments: [String], standardInput: Data? = nil) throws -> Run {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let outURL = directory.appendingPathComponent("stdout")
@@ -51,7 +51,13 @@ struct CheckCommandTests {
         let process = Process()
         process.executableURL = try executable()
         process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
+        if let standardInput {
+            let inURL = directory.appendingPathComponent("stdin")
+            try standardInput.write(to: inURL)
+            process.standardInput = try FileHandle(forReadingFrom: inURL)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = out
         process.standardError = err
         try process.run()
@@ -134,6 +140,39 @@ struct CheckCommandTests {
         let failed = try Self.run(["simulate", "--config", TestSupport.kioskConfig, bad])
         #expect(failed.status == 65)
         #expect(failed.standardOutput == "")
-        #expect(failed.errorLines == ["\(bad):3:1: error: up takes no coordinates"])
+        #expect(failed.errorLines == ["\(bad):3:8: error: up takes no coordinates"])
+    }
+
+    @Test("simulate - reads the script from standard input: the same lines as from the file")
+    func simulateStandardInput() throws {
+        let config = TestSupport.packageRoot.appendingPathComponent("config/ticket-machine.toml").path
+        let script = TestSupport.packageRoot.appendingPathComponent("examples/ticket-machine.touch")
+        let run = try Self.run(["simulate", "--config", config, "-"], standardInput: try Data(contentsOf: script))
+        #expect(run.status == 0)
+        #expect(run.standardError == "")
+        #expect(
+            run.standardOutput.split(separator: "\n").map(String.init)
+                == (try GoldenTests.golden("ticket-machine.jsonl")))
+    }
+
+    @Test("simulate reports every script problem at once with line:column, and a touch outside the output as a warning")
+    func simulateAllProblems() throws {
+        let config = TestSupport.packageRoot.appendingPathComponent("config/ticket-machine.toml").path
+        let script = "0 down 0 5000 10\n10 screen tikets\n20 up 0 1\n"
+        let failed = try Self.run(["simulate", "--config", config, "-"], standardInput: Data(script.utf8))
+        #expect(failed.status == 65)
+        #expect(failed.standardOutput == "")
+        #expect(
+            failed.errorLines == [
+                "<stdin>:1:10: warning: down at (5000, 10) is outside the output (1080×1920): no touchscreen reports a "
+                    + "touch there",
+                "<stdin>:2:11: error: no screen called 'tikets' (did you mean 'tickets'?)",
+                "<stdin>:3:9: error: up takes no coordinates",
+            ])
+        // A valid script with a touch outside: played, with the warning on stderr and the JSON lines on stdout.
+        let warned = try Self.run(
+            ["simulate", "--config", config, "-"], standardInput: Data("0 down 0 5000 10\n10 up 0\n".utf8))
+        #expect(warned.status == 0)
+        #expect(warned.errorLines.count == 1 && warned.errorLines[0].hasPrefix("<stdin>:1:10: warning: "))
     }
 }

@@ -13,9 +13,11 @@ struct GoldenTests {
     static func simulate(script path: String, config: String = TestSupport.kioskConfig) throws -> [String] {
         let configuration = try ConfigurationLoader.load(path: config).get()
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        let frames = try TouchScript.parse(text).get()
+        // As `touchd simulate` plays it: checked whole against the configuration, then a step at a time.
+        let report = TouchScript.check(text, context: TouchScript.Context(configuration))
+        #expect(report.problems.isEmpty && report.warnings.isEmpty)
         var simulation = try Simulation(configuration: configuration)
-        return simulation.run(frames)
+        return simulation.lines(.scriptText(text))
     }
 
     /// The simulation of `config/kiosk.toml` on a `libinput record` file.
@@ -93,6 +95,31 @@ struct GoldenTests {
         #expect(actual.firstIndex(of: idle[1]).map { actual[$0 + 1].contains(#""event":"touchDown""#) } == true)
     }
 
+    /// A portrait ticket machine with three screens, all exercised in one script. Checked line by line against
+    /// uicontrol.md before it was frozen: the attract tap (§3, §5 button); a `screen` line; the zone list counts its
+    /// rows from the top, valueChanged after touchUpInside (§5 segmented); the quantity slider snaps to whole tickets,
+    /// a move on the same ticket sends no valueChanged, and a change sends valueChanged and primaryActionTriggered
+    /// before that move's touchDragInside (continueTracking before the drag event); switching the screen away from a
+    /// tracked control cancels it (§3.4: touchCancel, not highlighted, no touchUp at the lift).
+    @Test("examples/ticket-machine.touch on config/ticket-machine.toml: screen lines, steps, vertical segments")
+    func ticketMachine() throws {
+        let actual = try Self.simulate(
+            script: TestSupport.packageRoot.appendingPathComponent("examples/ticket-machine.touch").path,
+            config: TestSupport.packageRoot.appendingPathComponent("config/ticket-machine.toml").path)
+        #expect(actual == (try Self.golden("ticket-machine.jsonl")))
+        #expect(
+            actual.filter { $0.hasPrefix(#"{"type":"screen""#) } == [
+                #"{"type":"screen","time_ms":100,"screen":"tickets"}"#,
+                #"{"type":"screen","time_ms":3100,"screen":"payment"}"#,
+                #"{"type":"screen","time_ms":4100,"screen":"tickets"}"#,
+            ])
+        let quantity = actual.filter {
+            $0.hasPrefix(#"{"type":"event","time_ms":2"#) && $0.contains(#""event":"valueChanged""#)
+        }
+        #expect(quantity.count == 2)
+        #expect(quantity.allSatisfy { $0.contains(#""value":3}"#) || $0.contains(#""value":4}"#) })
+    }
+
     @Test(
         "libinput recordings on config/kiosk.toml",
         arguments: [
@@ -166,25 +193,85 @@ struct GoldenTests {
 @Suite("simulate: touch scripts")
 struct TouchScriptTests {
     @Test(
-        "a malformed script names the line and the problem",
+        "a malformed script names the line, the column and the problem",
         arguments: [
-            ("abc down 0 1 2", 1, "'abc' is not a time in milliseconds (0…1000000000)"),
-            ("-5 down 0 1 2", 1, "'-5' is not a time in milliseconds (0…1000000000)"),
-            ("1000000001 down 0 1 2", 1, "'1000000001' is not a time in milliseconds (0…1000000000)"),
-            ("10 down 0 1 2\n# comment\n\n5 up 0", 4, "time 5 ms is earlier than the previous line's 10 ms"),
-            ("0 press 0 1 2", 1, "'press' is not one of down, move, up, cancel"),
-            ("0 down 0", 1, "down needs finite X and Y pixel coordinates"),
-            ("0 down 0 5", 1, "down needs finite X and Y pixel coordinates"),
-            ("0 down 0 1 2\n1 move 0 nan 2", 2, "move needs finite X and Y pixel coordinates"),
-            ("0 down 0 1 2\n1 move 0 inf 2", 2, "move needs finite X and Y pixel coordinates"),
-            ("0 down 0 1 2\n1 up 0 1 2", 2, "up takes no coordinates"),
-            ("0 down 0 1 2\n1 cancel 0 1", 2, "cancel takes no coordinates"),
-            ("0 down x 1 2", 1, "'x' is not a contact number (0…1000000)"),
-            ("0 down -1 1 2", 1, "'-1' is not a contact number (0…1000000)"),
-            ("0 down", 1, "expected TIME_MS down|move|up|cancel CONTACT [X Y]"),
+            ("abc down 0 1 2", 1, 1, "'abc' is not a time in milliseconds (0…1000000000)"),
+            ("-5 down 0 1 2", 1, 1, "'-5' is not a time in milliseconds (0…1000000000)"),
+            ("1000000001 down 0 1 2", 1, 1, "'1000000001' is not a time in milliseconds (0…1000000000)"),
+            ("10 down 0 1 2\n# comment\n\n5 up 0", 4, 1, "time 5 ms is earlier than the previous line's 10 ms"),
+            ("0 press 0 1 2", 1, 3, "'press' is not one of down, move, up, cancel, screen"),
+            ("0 down 0", 1, 9, "down needs finite X and Y pixel coordinates"),
+            ("0 down 0 5", 1, 10, "down needs finite X and Y pixel coordinates"),
+            ("0 down 0 1 2\n1 move 0 nan 2", 2, 10, "move needs finite X and Y pixel coordinates"),
+            ("0 down 0 1 2\n1 move 0 inf 2", 2, 10, "move needs finite X and Y pixel coordinates"),
+            ("0 down 0 1 2\n1 up 0 1 2", 2, 8, "up takes no coordinates"),
+            ("0 down 0 1 2\n1 cancel 0 1", 2, 12, "cancel takes no coordinates"),
+            ("0 down x 1 2", 1, 8, "'x' is not a contact number (0…1000000)"),
+            ("0 down -1 1 2", 1, 8, "'-1' is not a contact number (0…1000000)"),
+            ("0 down", 1, 7, "expected TIME_MS down|move|up|cancel CONTACT [X Y], or TIME_MS screen ID"),
         ])
-    func malformed(_ script: String, _ line: Int, _ message: String) {
-        #expect(TouchScript.parse(script) == .failure(TouchScript.Problem(line: line, message: message)))
+    func malformed(_ script: String, _ line: Int, _ column: Int, _ message: String) {
+        #expect(
+            TouchScript.parse(script) == .failure(TouchScript.Problem(line: line, column: column, message: message)))
+    }
+
+    @Test("check reports every problem at once, with its column, and touches outside the output as warnings")
+    func checkAll() {
+        let context = TouchScript.Context(screens: ["attract", "tickets"], outputWidth: 1080, outputHeight: 1920)
+        let script = "0 down 0 5000 10\n10 screen tikets\n20 up 0 1\nx y\n30 screen attract extra\n40 move 0 -5 2\n"
+        let report = TouchScript.check(script, context: context)
+        #expect(
+            report.problems == [
+                TouchScript.Problem(
+                    line: 2, column: 11, message: "no screen called 'tikets' (did you mean 'tickets'?)"),
+                TouchScript.Problem(line: 3, column: 9, message: "up takes no coordinates"),
+                TouchScript.Problem(
+                    line: 4, column: 4,
+                    message: "expected TIME_MS down|move|up|cancel CONTACT [X Y], or TIME_MS screen ID"),
+                TouchScript.Problem(line: 5, column: 19, message: "unexpected field 'extra' after the screen id"),
+            ])
+        #expect(
+            report.warnings.map { "\($0.line):\($0.column): \($0.message)" } == [
+                "1:10: down at (5000, 10) is outside the output (1080×1920): no touchscreen reports a touch there",
+                "6:11: move at (-5, 2) is outside the output (1080×1920): no touchscreen reports a touch there",
+            ])
+        // The output's edges are inside: a touchscreen's largest value maps onto them.
+        #expect(TouchScript.check("0 down 0 1080 1920\n0 up 0\n", context: context).warnings.isEmpty)
+        // Without screens, a screen line says so; columns count code points, not bytes.
+        let none = TouchScript.Context(screens: [], outputWidth: 100, outputHeight: 100)
+        #expect(
+            TouchScript.check("5 screen attract", context: none).problems == [
+                TouchScript.Problem(
+                    line: 1, column: 10, message: "no screen called 'attract': the configuration has no [[screen]]")
+            ])
+        #expect(
+            TouchScript.check("0 dówn 0 1 2", context: none).problems.map(\.column) == [3]
+                && TouchScript.check("0 dówn é 1 2", context: none).problems.map(\.column) == [3])
+    }
+
+    @Test("check keeps the first 100 problems and counts the rest; a script is never refused past a bad line")
+    func manyProblems() {
+        let script = String(repeating: "0 tap 0 1 2\n", count: 150) + "7 screen x y\n"
+        let report = TouchScript.check(script, context: nil)
+        #expect(report.problems.count == 100)
+        #expect(report.problemsNotShown == 51)
+        #expect(report.problems.last?.line == 100)
+    }
+
+    @Test("a screen line ends the frame before it and becomes a step of its own")
+    func screenSteps() throws {
+        let steps = try TouchScript.steps("0 down 0 1 2\n0 screen a\n0 up 0\n").get()
+        #expect(
+            steps == [
+                .frame(Frame(time: .milliseconds(0), samples: [.began(0, at: Point(x: 1, y: 2))])),
+                .screen("a", at: .milliseconds(0)),
+                .frame(Frame(time: .milliseconds(0), samples: [.ended(0)])),
+            ])
+        #expect(
+            TouchScript.steps("10 screen a\n5 down 0 1 2").map { _ in 0 }
+                == .failure(
+                    TouchScript.Problem(
+                        line: 2, column: 1, message: "time 5 ms is earlier than the previous line's 10 ms")))
     }
 
     @Test("comments, blank lines, tabs and CRLF; samples at the same time form one frame")

@@ -9,13 +9,14 @@ struct TouchScriptHardeningTests {
     @Test(
         "extra fields are named",
         arguments: [
-            ("10 down 0 5 5 7", 1, "unexpected field '7' after X and Y"),
-            ("0 down 0 1 2\n\n10 move 0 5 5 7 8", 3, "unexpected field '7' after X and Y"),
-            ("10 down 0 5 5 7 # note", 1, "unexpected field '7' after X and Y"),
-            ("0 down 0 1 2\n10 up 0 5", 2, "up takes no coordinates"),
+            ("10 down 0 5 5 7", 1, 15, "unexpected field '7' after X and Y"),
+            ("0 down 0 1 2\n\n10 move 0 5 5 7 8", 3, 15, "unexpected field '7' after X and Y"),
+            ("10 down 0 5 5 7 # note", 1, 15, "unexpected field '7' after X and Y"),
+            ("0 down 0 1 2\n10 up 0 5", 2, 9, "up takes no coordinates"),
         ])
-    func extraField(_ script: String, _ line: Int, _ message: String) {
-        #expect(TouchScript.parse(script) == .failure(TouchScript.Problem(line: line, message: message)))
+    func extraField(_ script: String, _ line: Int, _ column: Int, _ message: String) {
+        #expect(
+            TouchScript.parse(script) == .failure(TouchScript.Problem(line: line, column: column, message: message)))
     }
 
     @Test("a huge field is cut in the message")

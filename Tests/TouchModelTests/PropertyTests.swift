@@ -77,7 +77,7 @@ struct PropertyTests {
                 shape: .rect(Rect(x: 200, y: 200, width: 300, height: 30)), parent: "main", dragOutset: dragOutset,
                 actions: table),
             Control(
-                id: "fader", kind: .slider(Control.Slider(maximum: 10, axis: .vertical, isContinuous: false)),
+                id: "fader", kind: .slider(Control.Slider(maximum: 10, axis: .vertical, isContinuous: false, step: 3)),
                 shape: .rect(Rect(x: 600, y: 100, width: 30, height: 300)), parent: "other", dragOutset: dragOutset,
                 actions: table),
             Control(
@@ -485,7 +485,11 @@ struct PropertyTests {
                 sessions[id] = nil
                 liftedInside.remove(id)
             case .valueChanged, .primaryActionTriggered:
-                let expectHighlight = (session?.isInside ?? false) || liftedInside.contains(id)
+                // While tracking (a slider's value, sent before the drag or up event of the same sample, as UIKit's
+                // continueTracking/endTracking do) the highlight already follows where the contact is; after a lift
+                // (a toggle's or a segmented control's), it is held while the lift was inside.
+                let expectHighlight =
+                    session != nil ? (insideEnlarged() ?? session?.isInside ?? false) : liftedInside.contains(id)
                 if highlighted != expectHighlight {
                     fail("\(record.event) of \(id): highlighted \(highlighted), expected \(expectHighlight)")
                 }
@@ -503,6 +507,11 @@ struct PropertyTests {
             case .slider(let slider):
                 if let value = record.value, !(slider.minimum...slider.maximum).contains(value) {
                     fail("slider \(id) value \(value) out of range")
+                }
+                if let value = record.value, let step = slider.step {
+                    // On the grid min + k·step.
+                    let steps = (value - slider.minimum) / step
+                    if Swift.abs(steps - steps.rounded()) > 1e-9 { fail("slider \(id) value \(value) off its step") }
                 }
                 if record.value == nil { fail("slider \(id) record without a value") }
             case .segmented(let segmented):

@@ -16,7 +16,7 @@
 //         KIND button | toggle | slider | segmented
 //         SHAPE rect X Y W H | circle CX CY R | polygon X,Y X,Y X,Y...
 //         options: parent= z= outset= repeat_ms= slop= target= enabled= selected= value= to_app=
-//         slider: min= max= axis=horizontal|vertical continuous=true|false
+//         slider: min= max= axis=horizontal|vertical continuous=true|false step=S (values snap to min + k·S)
 //         segmented: segments=N (required) axis=
 //     action CONTROL EVENTS TARGET|- ACTION  adds an entry (TargetActionTable.add); `-` = nil target
 //     gesture ID KIND [SHAPE] [OPTION=VALUE...]   a recognizer, in declaration order
@@ -549,6 +549,7 @@ private struct ScenarioParser {
             slider.maximum = try options.number("max") ?? slider.maximum
             slider.axis = try options.axis() ?? slider.axis
             slider.isContinuous = try options.boolean("continuous") ?? slider.isContinuous
+            slider.step = try options.number("step")
             kind = .slider(slider)
         case "segmented":
             guard let count = try options.integer("segments") else {

@@ -9,9 +9,11 @@ struct Simulate: ParsableCommand {
         abstract: "Run a configuration on scripted or recorded touches and print what the controls did.",
         discussion: """
             INPUT is a touch script (one sample per line: TIME_MS down|move|up|cancel CONTACT [X Y], in output \
-            pixels) or a YAML file written by `libinput record`, whose device axes are mapped onto the configured \
-            output. Prints one JSON object per line: control events, resolved actions and diagnostics, in the \
-            order they happen. Nothing is executed unless --execute is given: then each action also goes to its \
+            pixels, or TIME_MS screen ID to switch the active screen) or a YAML file written by `libinput record`, \
+            whose device axes are mapped onto the configured output; `-` reads standard input. A script's problems \
+            are all printed at once as INPUT:LINE:COLUMN: error: MESSAGE (exit 65), and a touch outside the output \
+            as a warning. Prints one JSON object per line: control events, resolved actions, screen switches and \
+            diagnostics, in the order they happen. Nothing is executed unless --execute is given: then each action also goes to its \
             target as under `touchd run` (socket messages sent, commands run), with the input's timing kept (a \
             script of 10 s takes 10 s).
             """
@@ -19,7 +21,9 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var options: ConfigOption
 
-    @Argument(help: ArgumentHelp("A touch script or a `libinput record` YAML file.", valueName: "input"))
+    @Argument(
+        help: ArgumentHelp(
+            "A touch script or a `libinput record` YAML file; `-` for standard input.", valueName: "input"))
     var input: String
 
     @Flag(help: "Also hand each action to its target (send its message, run its command), in real time.")
@@ -27,7 +31,7 @@ struct Simulate: ParsableCommand {
 
     func run() throws {
         let configuration = try options.load()
-        let played = try readInput()
+        let played = try readInput(configuration)
         var simulation: Simulation
         do {
             simulation = try Simulation(configuration: configuration)
@@ -38,7 +42,8 @@ struct Simulate: ParsableCommand {
         guard execute else {
             // Printed as they happen rather than gathered first: a long input's output would otherwise all be held
             // in memory at once.
-            simulation.run(played) { effects in
+            let printScreen = { (screen: String, time: Instant) in print(Simulation.render(screen: screen, at: time)) }
+            simulation.run(played, screen: printScreen) { effects in
                 for effect in effects {
                     switch effect {
                     case .output(let output, let time):
@@ -67,7 +72,7 @@ struct Simulate: ParsableCommand {
         // A recording's device name is the file's text: cut it as the recording's own messages are.
         let name = metadata["device.name"].map { LibinputRecording.quoted("\($0)") } ?? ""
         let reason = metadata["reason"].map { ": \($0)" } ?? ""
-        printError("\(input): note: \(message): \(name) (\(device))\(reason)")
+        printError("\(inputName): note: \(message): \(name) (\(device))\(reason)")
     }
 
     private func runExecuting(
@@ -96,7 +101,12 @@ struct Simulate: ParsableCommand {
             let now = monotonicMicroseconds()
             if due > now { usleep(UInt32(clamping: due - now)) }
         }
-        simulation.run(played) { effects in
+        let printScreen = { (screen: String, time: Instant) in
+            wait(until: time)
+            print(Simulation.render(screen: screen, at: time))
+            fflush(nil)
+        }
+        simulation.run(played, screen: printScreen) { effects in
             // The engine's deliveries, exactly as touchd run hands them to its executors.
             var deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
             for effect in effects {
@@ -122,26 +132,40 @@ struct Simulate: ParsableCommand {
         for report in executors.targetReports { logger.info("target statistics", metadata: report.metadata) }
     }
 
-    private func readInput() throws -> Simulation.Input {
+    /// How the input is named in messages: its path, or `<stdin>` for `-`.
+    private var inputName: String { input == "-" ? "<stdin>" : input }
+
+    private func readInput(_ configuration: Configuration) throws -> Simulation.Input {
+        let limit = 64 << 20
+        let read =
+            input == "-"
+            ? ConfigurationSource.read(descriptor: STDIN_FILENO, limit: limit)
+            : ConfigurationSource.read(path: input, limit: limit)
         let text: String
-        switch ConfigurationSource.read(path: input, limit: 64 << 20) {
+        switch read {
         case .success(let contents): text = contents
         case .failure(let problem):
-            printError(problem.formatted(path: input))
+            printError(problem.formatted(path: inputName))
             throw ExitCode(ExitStatus.data)
         }
         if LibinputRecording.looksLikeRecording(text) {
-            let recording = LibinputRecording.input(from: text, noted: { printError("\(input): note: \($0)") })
+            let recording = LibinputRecording.input(from: text, noted: { printError("\(inputName): note: \($0)") })
             switch recording {
             case .success(let decoded): return .recording(decoded)
             case .failure(let problem):
-                printError("\(input): error: \(problem.message)")
+                printError("\(inputName): error: \(problem.message)")
                 throw ExitCode(ExitStatus.data)
             }
         }
-        // Checked whole first, so that a bad line is refused before any output; then played as it is read.
-        if let problem = TouchScript.problem(in: text) {
-            printError("\(input):\(problem.line):1: error: \(problem.message)")
+        // Checked whole first, so that every bad line is reported at once and before any output; then played as it
+        // is read.
+        let report = TouchScript.check(text, context: TouchScript.Context(configuration))
+        for warning in report.warnings { printError(warning.formatted(input: inputName, severity: .warning)) }
+        guard report.problems.isEmpty else {
+            for problem in report.problems { printError(problem.formatted(input: inputName)) }
+            if report.problemsNotShown > 0 {
+                printError("\(inputName): error: \(report.problemsNotShown) more problems not shown")
+            }
             throw ExitCode(ExitStatus.data)
         }
         return .scriptText(text)

@@ -137,6 +137,8 @@ private struct Decoder {
 
         var screens: [Screen] = []
         var initialScreen: Int?
+        /// The first screen that says `initial = true`: its id (or its table's path) and where it says so.
+        var firstInitial: (name: String, path: String)?
         for (table, id) in zip(screenTables, screenIDs) {
             let groupsOfScreen = table.strings("groups", limit: Limits.groups, required: true) ?? []
             for (index, group) in groupsOfScreen.enumerated() where !knownGroups.contains(group) {
@@ -144,10 +146,15 @@ private struct Decoder {
             }
             let target = checkTargetName(table.string("target"), in: table, key: "target", targets: targetsByName)
             if table.bool("initial") == true {
-                if initialScreen != nil {
-                    table.report("initial", "only one screen can be initial")
+                let name = id.map { "'\($0)'" } ?? table.path
+                if let first = firstInitial {
+                    let place = log.position(of: first.path).map { " (line \($0.line))" } ?? ""
+                    table.report(
+                        "initial",
+                        "only one screen can be initial: \(first.name)\(place) already is, and \(name) says so too")
                 } else {
-                    initialScreen = screens.count
+                    firstInitial = (name, table.keyPath("initial"))
+                    if id != nil { initialScreen = screens.count }
                 }
             }
             table.finish()
@@ -195,6 +202,20 @@ private struct Decoder {
                 gestures.append(gesture)
             }
         }
+        if let tracking {
+            // A recognizer that needs more fingers than touchd tracks can never fire: refused, not warned about.
+            let tables = tablesByID(gestureIDs, gestureTables)
+            for gesture in gestures where gesture.fingers > tracking.maximumContacts {
+                tables[gesture.id]?.report(
+                    "fingers",
+                    "gesture '\(gesture.id)' needs \(gesture.fingers) fingers, but [tracking] max_contacts is "
+                        + "\(tracking.maximumContacts): contacts beyond it are ignored, so it can never fire")
+            }
+        }
+        reportLayoutWarnings(
+            groups: groups, screens: screens, controls: controls,
+            groupPaths: tablesByID(groupIDs, groupTables).mapValues(\.path),
+            controlPaths: tablesByID(controlIDs, controlTables).mapValues(\.path))
         // A recognizer that waits for itself, even through others, would never recognize.
         reportCycles(
             gestures.map { ($0.id, $0.requiresFailureOf) }, key: "requires_failure_of", kind: "gesture",
@@ -607,6 +628,24 @@ private struct Decoder {
         }
     }
 
+    /// `check`'s warnings about a layout that cannot work as written (``LayoutChecks``).
+    private func reportLayoutWarnings(
+        groups: [Group], screens: [Screen], controls: [Control], groupPaths: [String: String],
+        controlPaths: [String: String]
+    ) {
+        let log = log
+        var findings = LayoutChecks.unlistedGroups(groups, screens: screens, paths: groupPaths)
+        findings += LayoutChecks.hiddenControls(
+            controls, groups: groups, screens: screens, paths: controlPaths, line: { log.position(of: $0)?.line })
+        // In file order, as check prints problems.
+        let positioned = findings.map { finding in
+            (finding, log.position(of: finding.keyPath).map { [$0.line, $0.column] } ?? [Int.max, 0])
+        }
+        for (finding, _) in positioned.sorted(by: { $0.1.lexicographicallyPrecedes($1.1) }) {
+            warnings.report(finding.keyPath, finding.message)
+        }
+    }
+
     /// The tables of the entries whose id was declared, by id.
     private func tablesByID(_ ids: [String?], _ tables: [TableReader]) -> [String: TableReader] {
         Dictionary(
@@ -648,7 +687,7 @@ private struct Decoder {
             ?? Control.defaultRepeatInterval
         let repeatSlop = table.number("repeat_slop", in: 0...1_000) ?? tracking?.repeatSlop ?? Control.defaultRepeatSlop
 
-        let sliderKeys = ["min", "max", "continuous"]
+        let sliderKeys = ["min", "max", "continuous", "step"]
         let axisKeys = ["axis"]
         let segmentedKeys = ["segments"]
         let valueKeys = ["value"]
@@ -667,12 +706,18 @@ private struct Decoder {
             }
             let axis = table.choice("axis", ["horizontal", "vertical"]).flatMap(Control.Axis.init) ?? .horizontal
             let continuous = table.bool("continuous") ?? true
+            let step = decodeStep(table, minimum: minimum, maximum: maximum)
             value = table.number("value", in: -1e9...1e9)
             if let initial = value, minimum < maximum, !(minimum...maximum).contains(initial) {
-                table.report("value", "\(TableReader.format(initial)) is outside min…max")
+                table.report(
+                    "value",
+                    "\(TableReader.format(initial)) is outside the slider's range min…max "
+                        + "(\(TableReader.format(minimum))…\(TableReader.format(maximum)))")
             }
             if minimum < maximum {
-                kind = .slider(Control.Slider(minimum: minimum, maximum: maximum, axis: axis, isContinuous: continuous))
+                kind = .slider(
+                    Control.Slider(
+                        minimum: minimum, maximum: maximum, axis: axis, isContinuous: continuous, step: step ?? nil))
             }
         case .segmented:
             allowed = segmentedKeys + axisKeys + valueKeys
@@ -711,6 +756,28 @@ private struct Decoder {
             id: id, kind: kind, shape: shape, parent: parent, z: z, isEnabled: enabled, isSelected: selected,
             value: value, dragOutset: dragOutset, repeatInterval: repeatInterval, repeatSlop: repeatSlop,
             target: target, actions: actions)
+    }
+
+    /// A slider's `step`: absent (nil), or a number above 0 and at most `max − min` (`.some(nil)` after reporting one
+    /// that is not), so that the value grid `min + k·step` holds at least `min` and one step more.
+    private func decodeStep(_ table: TableReader, minimum: Double, maximum: Double) -> Double?? {
+        guard table.contains("step") else { return nil }
+        guard let step = table.number("step", in: -.greatestFiniteMagnitude ... .greatestFiniteMagnitude) else {
+            return .some(nil)
+        }
+        guard step > 0 else {
+            table.report("step", "must be greater than 0 (the value snaps to min + k·step)")
+            return .some(nil)
+        }
+        guard minimum < maximum else { return .some(nil) }  // max's own problem is reported
+        guard step <= maximum - minimum else {
+            table.report(
+                "step",
+                "\(TableReader.format(step)) is larger than the slider's range (max − min = "
+                    + "\(TableReader.format(maximum - minimum))): the value could never leave min")
+            return .some(nil)
+        }
+        return step
     }
 
     /// An action entry's `target` (nil: the responder chain) and `action`, shared by control and

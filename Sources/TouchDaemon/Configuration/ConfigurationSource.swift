@@ -25,6 +25,12 @@ enum ConfigurationSource {
             return .failure(ConfigurationProblem("file is \(status.st_size) bytes; the limit is \(limit)"))
         }
         // Read with a limit even though fstat said the size: the file may grow while we read.
+        return read(descriptor: descriptor, limit: limit)
+    }
+
+    /// Everything `descriptor` gives until its end (a file, or standard input: a pipe, a terminal), as text; at most
+    /// `limit` bytes, valid UTF-8 without NUL bytes. The descriptor stays open.
+    static func read(descriptor: Int32, limit: Int) -> Result<String, ConfigurationProblem> {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while bytes.count <= limit {

@@ -109,14 +109,8 @@ extension Engine {
                         request, code: .unknownScreen, Self.unknown("screen", screen, among: scene.screenIDs),
                         into: &effects)
                 }
-                let changed = scene.activeScreen != screen
-                deliver(
-                    scene.activateScreen(screen, at: now), at: now, device: nil, fromInput: false, now: microseconds,
-                    into: &effects)
-                if changed {
-                    effects.append(.log(.info, "screen switched over the control socket", ["screen": "\(screen)"]))
-                    broadcastScreen(screen, into: &effects)
-                }
+                activate(
+                    screen, at: now, now: microseconds, why: "screen switched over the control socket", into: &effects)
             }
             var result = JSONLine()
             result.add("active_screen", scene.activeScreen)
@@ -222,6 +216,28 @@ extension Engine {
         guard !recipients.isEmpty else { return }
         let key = kind == .state ? control.map { "state:\($0)" } : nil
         effects.append(.control(.event(ControlEvent(recipients: recipients, members: members, coalescingKey: key))))
+    }
+
+    /// A touch script's `TIME_MS screen ID` (`touchd simulate`): as the control socket's `screen` verb, at `time`.
+    /// `screen` must be one of the scene's (the script was checked against them).
+    mutating func switchScreen(to screen: String, at time: Instant) -> [Effect] {
+        var effects: [Effect] = []
+        activate(screen, at: time, now: time.microseconds, why: "screen switched by the touch script", into: &effects)
+        return effects
+    }
+
+    /// Makes `screen` the active one: the scene cancels the tracking that is no longer touchable, and when the screen
+    /// changed, the log says why and subscribers hear of it.
+    private mutating func activate(
+        _ screen: String, at time: Instant, now: UInt64, why message: String, into effects: inout [Effect]
+    ) {
+        let changed = scene.activeScreen != screen
+        deliver(
+            scene.activateScreen(screen, at: time), at: time, device: nil, fromInput: false, now: now, into: &effects)
+        if changed {
+            effects.append(.log(.info, message, ["screen": "\(screen)"]))
+            broadcastScreen(screen, into: &effects)
+        }
     }
 
     /// Tells subscribers the active screen changed.

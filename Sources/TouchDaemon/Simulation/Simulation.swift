@@ -10,8 +10,8 @@ struct Simulation {
     enum Input: Sendable {
         /// A touch script's frames, in output pixels.
         case script([Frame])
-        /// A touch script's text, already checked (``TouchScript/problem(in:)``): played a frame at a time as it is
-        /// read, so a long script is never held as frames.
+        /// A touch script's text, already checked (``TouchScript/check(_:context:)``): played a step at a time as it
+        /// is read, so a long script is never held as frames. Its screen lines switch the active screen.
         case scriptText(String)
         /// A recording, decoded for the router.
         case recording(LibinputRecording.Input)
@@ -36,21 +36,30 @@ struct Simulation {
     mutating func lines(_ input: Input) -> [String] {
         var lines: [String] = []
         let configuration = configuration
-        run(input) { effects in
-            for effect in effects {
-                switch effect {
-                case .output(let output, let time): lines += Self.render(output, at: time, configuration: configuration)
-                case .idle(let transition): lines += Self.render(transition)
-                default: continue
+        run(
+            input, screen: { lines.append(Self.render(screen: $0, at: $1)) },
+            effects: { effects in
+                for effect in effects {
+                    switch effect {
+                    case .output(let output, let time):
+                        lines += Self.render(output, at: time, configuration: configuration)
+                    case .idle(let transition): lines += Self.render(transition)
+                    default: continue
+                    }
                 }
-            }
-        }
+            })
         return lines
     }
 
     /// Plays `input`, firing due deadlines in between (each at its own time), and hands each batch of the engine's
-    /// effects to `handle`, in order.
+    /// effects to `handle`, in order. A script's screen line goes to `screen` first, then the effects of the switch
+    /// (the touchCancel of a control that is no longer on the active screen) to `handle`.
     mutating func run(_ input: Input, _ handle: ([Effect]) -> Void) {
+        run(input, screen: { _, _ in }, effects: handle)
+    }
+
+    /// ``run(_:_:)``, with a script's screen lines handed to `screen` as they are played.
+    mutating func run(_ input: Input, screen: (String, Instant) -> Void, effects handle: ([Effect]) -> Void) {
         switch input {
         case .script(let frames):
             for frame in frames {
@@ -58,9 +67,16 @@ struct Simulation {
                 handle(engine.handle(frame: frame))
             }
         case .scriptText(let text):
-            TouchScript.forEachFrame(text) { frame in
-                fireDeadlines(upTo: frame.time, handle)
-                handle(engine.handle(frame: frame))
+            TouchScript.forEachStep(text) { step in
+                switch step {
+                case .frame(let frame):
+                    fireDeadlines(upTo: frame.time, handle)
+                    handle(engine.handle(frame: frame))
+                case .screen(let id, let time):
+                    fireDeadlines(upTo: time, handle)
+                    screen(id, time)
+                    handle(engine.switchScreen(to: id, at: time))
+                }
             }
         case .recording(let recording):
             // The devices are there from the start, as libinput adds the seat's devices before their first event.
@@ -77,6 +93,15 @@ struct Simulation {
         while let due = engine.nextDeadline, due <= time {
             handle(engine.advance(to: due.microseconds))
         }
+    }
+
+    /// A touch script's screen line, as it is played: `{"type":"screen","time_ms":…,"screen":"ID"}`.
+    static func render(screen: String, at time: Instant) -> String {
+        var json = JSONLine()
+        json.add("type", "screen")
+        json.add("time_ms", milliseconds: time.microseconds)
+        json.add("screen", screen)
+        return json.line
     }
 
     /// An `[idle]` event's actions, as action lines: `control` is `idle`, `event` is `idle` or `wake`.
