@@ -113,7 +113,9 @@ struct Render: ParsableCommand {
             case .file(let target): note("wrote \(picture.path) (the file it links to, \(target)): \(what)")
             }
             if !drawn.omitted.isEmpty {
-                note("note: no room for the labels of \(drawn.omitted.joined(separator: ", "))")
+                let named = drawn.omitted.prefix(5).joined(separator: ", ")
+                let more = drawn.omitted.count > 5 ? " and \(drawn.omitted.count - 5) more" : ""
+                note("note: no room for \(drawn.omitted.count) label(s): \(named)\(more) (see the SVG's <desc>)")
             }
         }
         let others = screens.filter { $0 != pictures.first?.screen }

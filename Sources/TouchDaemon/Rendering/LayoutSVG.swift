@@ -138,7 +138,12 @@ struct LayoutSVG {
                     name: "gesture \(gesture.id)"))
         }
         svg += "</g>\n"
-        let placed = place(labels)
+        // What the legend should hide least: the controls drawn, and the gestures' regions.
+        var obstacles = controls.map(\.shape.boundingBox)
+        for gesture in configuration.gestures where isLive(gesture, groupScreens, shownGroups) && gesture.shape != nil {
+            obstacles.append(region(of: gesture).boundingBox)
+        }
+        let placed = place(labels, avoiding: obstacles)
         svg += placed.svg
         svg += "</svg>\n"
         return (svg, placed.omitted)
@@ -180,16 +185,27 @@ struct LayoutSVG {
         (Double(text.count) * fontSize * (bold ? 0.66 : 0.6)).rounded(.up)
     }
 
-    /// Places the legend (bottom-right), then every label in order, and draws them last, on top of everything.
-    private func place(_ labels: [Label]) -> (svg: String, omitted: [String]) {
+    /// Places the legend in the corner where it covers the least of `obstacles` (bottom-right, bottom-left,
+    /// top-right, top-left on a tie), then every label in order, and draws them last, on top of everything.
+    private func place(_ labels: [Label], avoiding obstacles: [Rect]) -> (svg: String, omitted: [String]) {
         var placer = LabelPlacer(bounds: configuration.output.bounds, gap: 2, cellSize: fontSize * 4)
         var svg = "<g id=\"labels\">\n"
         var omitted: [String] = []
         let legend = legendLines
         let legendSize = labelSize(legend, bold: false)
-        let legendBox = Rect(
-            x: Swift.max(0, width - legendSize.width - 6), y: Swift.max(0, height - legendSize.height - 6),
-            width: legendSize.width, height: legendSize.height)
+        let right = Swift.max(0, width - legendSize.width - 6)
+        let bottom = Swift.max(0, height - legendSize.height - 6)
+        let left = Swift.min(6, right)
+        let top = Swift.min(6, bottom)
+        let corners = [(right, bottom), (left, bottom), (right, top), (left, top)].map {
+            Rect(x: $0.0, y: $0.1, width: legendSize.width, height: legendSize.height)
+        }
+        func covered(_ box: Rect) -> Double {
+            obstacles.reduce(0) { sum, obstacle in
+                sum + (intersection(box, obstacle).map { $0.width * $0.height } ?? 0)
+            }
+        }
+        let legendBox = corners.min { covered($0) < covered($1) } ?? corners[0]
         if let box = placer.placeExactly(legendBox) {
             svg += draw(
                 Label(lines: legend, color: "#444", preferred: box.origin, anchor: box.origin, name: "legend"), in: box,
