@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 import TouchModel
 
@@ -62,6 +63,21 @@ struct DeviceMappingTests {
         #expect(metadata["device.rotation"] == "180")
         // touchd's after libinput's: x' = −(1 − x... ) worked out in docs/configuration.md.
         #expect(metadata["device.matrix"] == "[0 -1 0.98; 1 0 0.01]")
+    }
+
+    @Test("touchd run's 'touchscreen added' line carries the matrices of the entry that matched")
+    func engineLogsTheMatrix() throws {
+        var driver = try EngineTests.Driver(Self.text)
+        var device = EngineTests.Driver.device(1, name: "Touch 2")
+        device.libinputCalibration = [0, 1, 0, -1, 0, 1]
+        let effects = driver.engine.handle([.deviceAdded(device)], now: driver.now)
+        let metadata = effects.compactMap { effect -> Logger.Metadata? in
+            if case .log(_, "touchscreen added", let metadata) = effect { metadata } else { nil }
+        }
+        #expect(metadata.count == 1)
+        #expect(metadata.first?["device.touchd_matrix"] == "[-1 0 0.98; 0 -1 1.01]")
+        #expect(metadata.first?["device.libinput_matrix"] == "[0 1 0; -1 0 1]")
+        #expect(metadata.first?["device.matrix"] == "[0 -1 0.98; 1 0 0.01]")
     }
 
     /// The recipe of docs/configuration.md: record the panel with `libinput record`, replay it with `simulate`. The
