@@ -15,6 +15,10 @@ struct LabelPlacer {
     private(set) var placed: [Rect] = []
     private var cells: [Cell: [Int]] = [:]
     private let cellSize: Double
+    /// Sizes the search row by row found no room for: boxes only ever get added, so it would find none for a box at
+    /// least as wide and as high either, and a layout with thousands of controls costs one such search per size
+    /// instead of one per label.
+    private var unplaceable: [(width: Double, height: Double)] = []
 
     private struct Cell: Hashable {
         var x: Int
@@ -44,7 +48,8 @@ struct LabelPlacer {
                 if isFree(candidate) { return commit(candidate) }
             }
         }
-        // Anywhere, row by row from the top-left corner.
+        // Anywhere, row by row from the top-left corner, unless a box no larger already found no room.
+        if unplaceable.contains(where: { width >= $0.width && height >= $0.height }) { return nil }
         let rowStep = Swift.max(height / 2, 1)
         let columnStep = Swift.max(width / 4, height)
         var y = bounds.minY
@@ -57,6 +62,7 @@ struct LabelPlacer {
             }
             y += rowStep
         }
+        unplaceable.append((width, height))
         return nil
     }
 
