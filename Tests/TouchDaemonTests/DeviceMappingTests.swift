@@ -46,6 +46,16 @@ struct DeviceMappingTests {
                     + "LIBINPUT_CALIBRATION_MATRIX; touchd run logs it per device)",
                 "device[1]: touchd's matrix [-1 0 0.98; 0 -1 1.01] (rotation 180°, calibration [1 0 0.02; 0 1 -0.01])",
             ])
+        // Every entry with both of its own: the output's matrix serves no device.
+        var own = configuration
+        own.devices = own.devices.map { device in
+            var device = device
+            device.rotation = device.rotation ?? .normal
+            device.calibration = device.calibration ?? CoordinateMapper.identity
+            return device
+        }
+        #expect(own.mappingSummary.first?.contains(", used by no device (every [[device]] entry has its own)") == true)
+        #expect(own.mappingSummary.count == 3)
         // Nothing turned or calibrated: no line, positions pass through as libinput reports them.
         let plain = try EngineTests.load("[output]\nwidth = 800\nheight = 480\n")
         #expect(plain.mappingSummary.isEmpty)

@@ -46,7 +46,8 @@ extension Configuration {
         let base = CoordinateMapper(output: output, device: nil)
         var lines = [
             "touchd's matrix \(CoordinateMapper.describe(base.matrix)) (\(settings(output.rotation, output.calibration)))"
-                + (overriding.count == devices.count && !devices.isEmpty ? ", used by no device" : "")
+                + (!devices.isEmpty && devices.allSatisfy { $0.rotation != nil && $0.calibration != nil }
+                    ? ", used by no device (every [[device]] entry has its own)" : "")
                 + ", applied after libinput's own (udev LIBINPUT_CALIBRATION_MATRIX; touchd run logs it per device)"
         ]
         for (index, device) in overriding {
