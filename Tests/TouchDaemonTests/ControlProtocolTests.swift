@@ -177,8 +177,9 @@ struct ControlProtocolTests {
                 == #"{"type":"response","id":null,"ok":false,"error":{"code":"bad_request","message":"x"}}"#)
         #expect(
             ControlProtocol.hello(
-                id: .number(1), server: "touchd/0.5.0", generation: 1, role: .controller, client: 3)
-                == #"{"type":"hello","v":1,"id":1,"server":"touchd/0.5.0","generation":1,"role":"controller","client":3}"#
+                id: .number(1), server: "touchd/\(Touchd.version)", generation: 1, role: .controller, client: 3)
+                == #"{"type":"hello","v":1,"id":1,"server":"touchd/"# + Touchd.version
+                + #"","generation":1,"role":"controller","client":3}"#
         )
         func text(_ line: ControlProtocol.SequencedLine, seq: Int) -> String {
             line.lead + String(seq) + line.trail + String(decoding: line.body, as: UTF8.self)

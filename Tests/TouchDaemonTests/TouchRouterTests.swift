@@ -216,19 +216,90 @@ struct TouchRouterTests {
         output.rotation = rotation
         output.calibration = [1.1, 0.05, -0.02, -0.03, 0.95, 0.04]
         var random = SeededGenerator(seed: 7)
+        // The output's settings alone, and `[[device]]` entries with their own rotation, calibration and region (each
+        // key replacing the output's on its own), as the router builds its mapper per device.
+        var devices: [Configuration.DeviceMatch?] = [nil]
+        for deviceRotation in Configuration.Rotation.allCases {
+            devices.append(Configuration.DeviceMatch(name: "a", rotation: deviceRotation))
+            devices.append(
+                Configuration.DeviceMatch(
+                    name: "b", region: Rect(x: 500, y: 0, width: 500, height: 500), rotation: deviceRotation,
+                    calibration: [0.9, -0.1, 0.1, 0.2, 1.05, -0.05]))
+        }
+        devices.append(Configuration.DeviceMatch(name: "c", calibration: [-1, 0, 1, 0, 1, 0]))
         for region in [nil, Rect(x: 100, y: 50, width: 400, height: 300)] {
-            let mapper = CoordinateMapper(output: output, region: region)
+            devices.append(Configuration.DeviceMatch(name: "d", region: region))
+        }
+        for device in devices {
+            let mapper = CoordinateMapper(output: output, device: device)
+            #expect(mapper.rotation == device?.rotation ?? rotation)
+            #expect(mapper.calibration == device?.calibration ?? output.calibration)
             for _ in 0..<200 {
                 let x = Double.random(in: -0.1...1.1, using: &random)
                 let y = Double.random(in: -0.1...1.1, using: &random)
                 let point = try #require(mapper.map(x: x, y: y))
                 let back = try #require(mapper.unmap(point))
-                #expect(abs(back.x - x) < 1e-9 && abs(back.y - y) < 1e-9, "\(rotation) \(x),\(y) → \(back)")
+                #expect(
+                    abs(back.x - x) < 1e-9 && abs(back.y - y) < 1e-9,
+                    "\(String(describing: device)) \(x),\(y) → \(back)")
+                // The matrix check and the log print is the same transformation.
+                let m = mapper.matrix
+                let region = mapper.region
+                let expected = Point(
+                    x: region.minX + (m[0] * x + m[1] * y + m[2]) * region.width,
+                    y: region.minY + (m[3] * x + m[4] * y + m[5]) * region.height)
+                #expect(abs(expected.x - point.x) < 1e-9 && abs(expected.y - point.y) < 1e-9)
             }
         }
         // A matrix with no inverse forwards nothing rather than a wrong place.
         output.calibration = [1, 2, 0, 2, 4, 0]
         #expect(CoordinateMapper(output: output).unmap(Point(x: 10, y: 10)) == nil)
+    }
+
+    /// Issue 15, item 5: a `[[device]]` entry's rotation and calibration apply to the devices it matches only; the
+    /// others keep `[output]`'s. A panel mounted upside down beside a normal one.
+    @Test func perDeviceRotationAndCalibration() {
+        var output = Self.output
+        output.rotation = .right
+        let allowList = [
+            Configuration.DeviceMatch(
+                name: "upside-down", region: Rect(x: 0, y: 0, width: 500, height: 500), rotation: .inverted),
+            Configuration.DeviceMatch(name: "mirrored", calibration: [-1, 0, 1, 0, 1, 0]),
+            Configuration.DeviceMatch(name: "*"),
+        ]
+        var router = TouchRouter(output: output, allowList: allowList)
+        _ = router.handle(.deviceAdded(Self.device(1, name: "upside-down")), now: 0)
+        _ = router.handle(.deviceAdded(Self.device(2, name: "mirrored")), now: 0)
+        _ = router.handle(.deviceAdded(Self.device(3, name: "plain")), now: 0)
+        var began: [Point] = []
+        for device in 1...3 {
+            _ = router.handle(Self.touch(.down, device: device, slot: device, x: 0.25, y: 0.1), now: 0)
+            for frame in Self.frames(router.handle(Self.touch(.frame, device: device, slot: -1), now: 0)) {
+                began += frame.samples.filter { $0.phase == .began }.compactMap(\.location)
+            }
+        }
+        #expect(
+            began == [
+                // 180° on its region: (1 − 0.25, 1 − 0.1) of 500×500.
+                Point(x: 375, y: 450),
+                // Mirrored (x → 1 − x), then the output's 90°: (1 − y, x) = (0.9, 0.75) of 1000×500.
+                Point(x: 900, y: 375),
+                // The output's 90° alone: (1 − 0.1, 0.25).
+                Point(x: 900, y: 125),
+            ])
+        #expect(router.mapper(for: 1)?.matrix == [-1, 0, 1, 0, -1, 1])
+        #expect(router.mapper(for: 2)?.matrix == [0, -1, 1, -1, 0, 1])
+        #expect(router.mapper(for: 3)?.matrix == Configuration.Rotation.right.matrix)
+    }
+
+    /// The combined matrix printed for a device: touchd's after libinput's own (udev's LIBINPUT_CALIBRATION_MATRIX).
+    @Test func matricesComposeInOrderAndPrintReadably() {
+        let udev: [Double] = [0, 1, 0, -1, 0, 1]  // libinput's 270° matrix
+        let touchd = Configuration.Rotation.right.matrix  // 90° undoes it
+        #expect(CoordinateMapper.compose(touchd, after: udev) == CoordinateMapper.identity)
+        #expect(CoordinateMapper.describe([1, -0.0, 0, 0, 0.123456, -2]) == "[1 0 0; 0 0.1235 -2]")
+        #expect(CoordinateMapper.describe([.nan, 0, 0, 0, 1, 0]) == "[? 0 0; 0 1 0]")
+        #expect(CoordinateMapper.describe([]) == "[?]")
     }
 
     /// D5: lost events cancel the contacts of the device that lost them (of every device when unknown) and orphan

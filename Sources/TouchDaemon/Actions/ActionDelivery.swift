@@ -32,7 +32,7 @@ struct ActionDelivery: Hashable, Sendable {
     var generation: Int
 
     /// The message a socket target receives: one JSON object without a newline. The required fields come first, in
-    /// the order DESIGN.md lists them for `simulate`, then the optional fields that are present, then `generation`.
+    /// the order of simulate's action lines (`action`, `control`, `event`, `target`, `time_us`), then the optional fields that are present, then `generation`.
     var json: String {
         var line = JSONLine()
         line.add("action", action)

@@ -34,6 +34,32 @@ struct Check: ParsableCommand {
 }
 
 extension Configuration {
+    /// The matrices in effect, when the file turns or calibrates anything: touchd's for the output and for each
+    /// `[[device]]` entry with its own, each applied after libinput's own (docs/configuration.md, "Rotation and
+    /// calibration"). None when nothing is set, where positions pass through as libinput reports them.
+    var mappingSummary: [String] {
+        func settings(_ rotation: Rotation, _ calibration: [Double]?) -> String {
+            "rotation \(rotation.rawValue)°, calibration "
+                + (calibration.map { CoordinateMapper.describe($0) } ?? "none")
+        }
+        let overriding = devices.enumerated().filter { $0.element.rotation != nil || $0.element.calibration != nil }
+        guard output.rotation != .normal || output.calibration != nil || !overriding.isEmpty else { return [] }
+        let base = CoordinateMapper(output: output, device: nil)
+        var lines = [
+            "touchd's matrix \(CoordinateMapper.describe(base.matrix)) (\(settings(output.rotation, output.calibration)))"
+                + (!devices.isEmpty && devices.allSatisfy { $0.rotation != nil && $0.calibration != nil }
+                    ? ", used by no device (every [[device]] entry has its own)" : "")
+                + ", applied after libinput's own (udev LIBINPUT_CALIBRATION_MATRIX; touchd run logs it per device)"
+        ]
+        for (index, device) in overriding {
+            let mapper = CoordinateMapper(output: output, device: device)
+            lines.append(
+                "device[\(index)]: touchd's matrix \(CoordinateMapper.describe(mapper.matrix)) "
+                    + "(\(settings(mapper.rotation, device.calibration ?? output.calibration)))")
+        }
+        return lines
+    }
+
     /// A few lines that say what the configuration holds.
     var summary: [String] {
         func count(_ number: Int, _ singular: String, _ plural: String? = nil) -> String {
@@ -57,6 +83,7 @@ extension Configuration {
             "\(count(targets.count, "target")) (\(sockets) socket, \(targets.count - sockets) exec), \(count(actions, "action"))",
         ]
         if !devices.isEmpty { lines.append(count(devices.count, "device matcher")) }
+        lines += mappingSummary
         if idle.isEnabled {
             lines.append(
                 "idle after \(count(Int(idle.timeout / 1_000_000), "second")) without a touch"

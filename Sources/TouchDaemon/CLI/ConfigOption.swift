@@ -47,6 +47,8 @@ enum ExitStatus {
     static let configuration: Int32 = 78
     /// sysexits.h EX_DATAERR: an input file (a touch script, a recording) is invalid.
     static let data: Int32 = 65
+    /// sysexits.h EX_NOINPUT: an input file (render's background) cannot be opened or read.
+    static let noInput: Int32 = 66
     /// sysexits.h EX_CANTCREAT: an output file cannot be written.
     static let cannotCreate: Int32 = 73
     /// sysexits.h EX_TEMPFAIL: another `touchd run` holds the seat; under systemd the unit tries again later.

@@ -9,6 +9,17 @@ struct Configuration: Sendable {
         case right = 90
         case inverted = 180
         case left = 270
+
+        /// The turn as a row-major 2×3 matrix on normalised coordinates (libinput's matrices for 90°, 180°, 270°
+        /// clockwise), for printing the combined matrix; ``CoordinateMapper`` applies the same turn.
+        var matrix: [Double] {
+            switch self {
+            case .normal: [1, 0, 0, 0, 1, 0]
+            case .right: [0, -1, 1, 1, 0, 0]
+            case .inverted: [-1, 0, 1, 0, -1, 1]
+            case .left: [0, 1, 0, -1, 0, 1]
+            }
+        }
     }
 
     /// The screen the touchscreen covers.
@@ -31,6 +42,11 @@ struct Configuration: Sendable {
         var path: String?
         /// The part of the output this device covers; nil for the whole output.
         var region: Rect?
+        /// How this panel is turned, used instead of `[output] rotation`; nil keeps the output's.
+        var rotation: Rotation? = nil
+        /// touchd's 2×3 calibration matrix for this panel, used instead of `[output] calibration`; nil keeps the
+        /// output's. Applied after libinput's own (a udev `LIBINPUT_CALIBRATION_MATRIX`), never instead of it.
+        var calibration: [Double]? = nil
     }
 
     struct Tracking: Hashable, Sendable {

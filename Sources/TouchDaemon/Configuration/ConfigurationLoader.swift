@@ -244,27 +244,45 @@ private struct Decoder {
         defer { table.finish() }
         let width = table.number("width", in: 1...32_768, required: true)
         let height = table.number("height", in: 1...32_768, required: true)
-        let degrees = table.integer("rotation", in: 0...270) ?? 0
-        let rotation = Configuration.Rotation(rawValue: degrees)
-        if rotation == nil {
-            let allowed = Configuration.Rotation.allCases.map { String($0.rawValue) }.joined(separator: ", ")
-            table.report("rotation", "\(degrees) is not one of \(allowed)")
-        }
-        var calibration: [Double]?
-        if let value = table.value("calibration") {
-            if let array = value.array, array.count == 6 {
-                let numbers = array.enumerated().compactMap { index, element in
-                    TableReader.number(
-                        element, in: -1e4...1e4, at: "\(table.keyPath("calibration"))[\(index)]", log: log)
-                }
-                if numbers.count == 6 { calibration = numbers }
-            } else {
-                table.report("calibration", "expected an array of 6 numbers (libinput's 2×3 matrix)")
-            }
-        }
+        let rotation = decodeRotation(table)
+        let calibration = decodeCalibration(table)
         guard let width, let height else { return nil }
         return Configuration.Output(
             width: width, height: height, rotation: rotation ?? .normal, calibration: calibration)
+    }
+
+    /// `rotation` of `[output]` or a `[[device]]` entry: nil when absent or refused (the problem is reported).
+    private func decodeRotation(_ table: TableReader) -> Configuration.Rotation? {
+        guard let degrees = table.integer("rotation", in: 0...270) else { return nil }
+        guard let rotation = Configuration.Rotation(rawValue: degrees) else {
+            let allowed = Configuration.Rotation.allCases.map { String($0.rawValue) }.joined(separator: ", ")
+            table.report("rotation", "\(degrees) is not one of \(allowed)")
+            return nil
+        }
+        return rotation
+    }
+
+    /// `calibration` of `[output]` or a `[[device]]` entry: libinput's 2×3 matrix, nil when absent or refused.
+    private func decodeCalibration(_ table: TableReader) -> [Double]? {
+        guard let value = table.value("calibration") else { return nil }
+        guard let array = value.array, array.count == 6 else {
+            table.report("calibration", "expected an array of 6 numbers (libinput's 2×3 matrix)")
+            return nil
+        }
+        let numbers = array.enumerated().compactMap { index, element in
+            TableReader.number(element, in: -1e4...1e4, at: "\(table.keyPath("calibration"))[\(index)]", log: log)
+        }
+        guard numbers.count == 6 else { return nil }
+        // touchd maps the application's touches back through it in filter mode: a matrix with no inverse would send
+        // them nowhere.
+        let determinant = numbers[0] * numbers[4] - numbers[1] * numbers[3]
+        guard abs(determinant) > 1e-9 else {
+            table.report(
+                "calibration",
+                "the matrix has no inverse (a·e − b·d is 0): it would map the whole panel onto a line or a point")
+            return nil
+        }
+        return numbers
     }
 
     private func decodeInput() -> String {
@@ -335,7 +353,11 @@ private struct Decoder {
                 "a device entry needs at least one of match_name, match_vendor, match_product, match_path")
             return nil
         }
-        return Configuration.DeviceMatch(name: name, vendor: vendor, product: product, path: path, region: region)
+        let rotation = decodeRotation(table)
+        let calibration = decodeCalibration(table)
+        return Configuration.DeviceMatch(
+            name: name, vendor: vendor, product: product, path: path, region: region, rotation: rotation,
+            calibration: calibration)
     }
 
     private func hexOrInteger(_ table: TableReader, _ key: String) -> Int? {

@@ -1,7 +1,7 @@
 import TouchModel
 
 /// The control socket's subscribers, as the input thread sees them: each one is a weak target in the scene
-/// (uicontrol.md §6), registered on the controls and gesture recognizers it subscribed to, for the events it asked
+/// (UIKit's target-action: a target the control does not retain), registered on the controls and gesture recognizers it subscribed to, for the events it asked
 /// for, and removed the moment its connection closes. Its events are the actions resolved to that target, so they
 /// come in the same order as every other target's, and a subscriber never holds or delays a touch.
 ///

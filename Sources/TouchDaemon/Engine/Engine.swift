@@ -153,10 +153,11 @@ struct Engine {
                     handleFrame(frame, device: device, fromInput: true, now: now, into: &effects)
                 case .accepted(let device):
                     devicesChanged = true
-                    effects.append(
-                        .log(
-                            .info, "touchscreen added",
-                            Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 }))
+                    var metadata = Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 }
+                    if let mapper = router.mapper(for: device.id) {
+                        metadata.merge(Self.matrixMetadata(device, mapper)) { $1 }
+                    }
+                    effects.append(.log(.info, "touchscreen added", metadata))
                     broadcastDevice("added", device, into: &effects)
                 case .ignored(let device, let reason):
                     var metadata = Self.metadata(of: device)
@@ -520,6 +521,18 @@ struct Engine {
             if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
             effects.append(.log(level, "\(diagnostic)", metadata))
         }
+    }
+
+    /// Which matrices turn this device's positions into output pixels: libinput's own (udev), touchd's (calibration
+    /// then rotation) and the two combined, the one in effect (docs/configuration.md, "Rotation and calibration").
+    static func matrixMetadata(_ device: DeviceInfo, _ mapper: CoordinateMapper) -> Logger.Metadata {
+        let libinput = device.libinputCalibration ?? CoordinateMapper.identity
+        return [
+            "device.libinput_matrix": "\(CoordinateMapper.describe(libinput))",
+            "device.touchd_matrix": "\(CoordinateMapper.describe(mapper.matrix))",
+            "device.rotation": "\(mapper.rotation.rawValue)",
+            "device.matrix": "\(CoordinateMapper.describe(CoordinateMapper.compose(mapper.matrix, after: libinput)))",
+        ]
     }
 
     static func metadata(of device: DeviceInfo) -> Logger.Metadata {

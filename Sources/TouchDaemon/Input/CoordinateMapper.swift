@@ -1,8 +1,12 @@
 import TouchModel
 
-/// Maps a device position, normalised to 0…1 on both axes, onto output pixels: libinput's
-/// calibration matrix first, then the configured rotation, then the output (or the part of it the
-/// device covers). Results may lie outside the output; hit-testing treats them as touching nothing.
+/// Maps a device position, normalised to 0…1 on both axes, onto output pixels: touchd's calibration matrix first,
+/// then the configured rotation, then the output (or the part of it the device covers). Results may lie outside the
+/// output; hit-testing treats them as touching nothing.
+///
+/// The position comes from libinput with libinput's own calibration (a udev `LIBINPUT_CALIBRATION_MATRIX`) already
+/// applied; touchd never changes that one. A `[[device]]` entry's `rotation` and `calibration` are used instead of
+/// `[output]`'s for the devices it matches (docs/configuration.md, "Rotation and calibration").
 struct CoordinateMapper: Hashable, Sendable {
     /// Row-major 2×3 matrix applied to normalised coordinates, as libinput's calibration.
     var calibration: [Double]
@@ -10,10 +14,50 @@ struct CoordinateMapper: Hashable, Sendable {
     /// Where the device lands on the output.
     var region: Rect
 
+    static let identity: [Double] = [1, 0, 0, 0, 1, 0]
+
     init(output: Configuration.Output, region: Rect? = nil) {
-        self.calibration = output.calibration ?? [1, 0, 0, 0, 1, 0]
+        self.calibration = output.calibration ?? Self.identity
         self.rotation = output.rotation
         self.region = region ?? output.bounds
+    }
+
+    /// The mapping of a device matched by `device` (nil: no `[[device]]` entry, the output's settings alone): the
+    /// entry's rotation and calibration where it gives them, else the output's.
+    init(output: Configuration.Output, device: Configuration.DeviceMatch?) {
+        self.calibration = device?.calibration ?? output.calibration ?? Self.identity
+        self.rotation = device?.rotation ?? output.rotation
+        self.region = device?.region ?? output.bounds
+    }
+
+    /// touchd's whole transformation of normalised coordinates, calibration then rotation, as one row-major 2×3
+    /// matrix (before the scaling onto the output or region): what `check` and the start log print.
+    var matrix: [Double] {
+        guard calibration.count == 6 else { return Self.identity }
+        return Self.compose(rotation.matrix, after: calibration)
+    }
+
+    /// `outer · inner` for row-major 2×3 affine matrices: `inner` applied first.
+    static func compose(_ outer: [Double], after inner: [Double]) -> [Double] {
+        guard outer.count == 6, inner.count == 6 else { return identity }
+        let (a, b, c, d, e, f) = (outer[0], outer[1], outer[2], outer[3], outer[4], outer[5])
+        let (p, q, r, s, t, u) = (inner[0], inner[1], inner[2], inner[3], inner[4], inner[5])
+        return [a * p + b * s, a * q + b * t, a * r + b * u + c, d * p + e * s, d * q + e * t, d * r + e * u + f]
+    }
+
+    /// A matrix as `check` and the log print it: `[a b c; d e f]`, up to 4 decimals, no negative zero.
+    static func describe(_ matrix: [Double]) -> String {
+        func number(_ value: Double) -> String {
+            guard value.isFinite else { return "?" }
+            let rounded = (value * 10_000).rounded() / 10_000
+            if rounded == 0 { return "0" }
+            if rounded == rounded.rounded(), abs(rounded) < 1e9 { return String(Int64(rounded)) }
+            return String(rounded)
+        }
+        guard matrix.count == 6 else { return "[?]" }
+        let row1 = matrix[0..<3].map(number).joined(separator: " ")
+        let row2 = matrix[3..<6].map(number).joined(separator: " ")
+        return "[\(row1); \(row2)]"
     }
 
     /// The output position of a normalised device position; nil when the input is not finite.

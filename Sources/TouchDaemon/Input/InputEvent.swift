@@ -29,6 +29,9 @@ struct DeviceInfo: Hashable, Sendable {
     var isTouchscreen: Bool
     /// How many simultaneous contacts the device reports: 0 when unknown, 1 for single-touch devices.
     var touchCount: Int
+    /// libinput's own calibration matrix for the device (row-major 2×3, normalised coordinates), applied before
+    /// touchd sees a position: a udev `LIBINPUT_CALIBRATION_MATRIX`. Nil when it is the identity or unknown.
+    var libinputCalibration: [Double]? = nil
 
     /// `ILITEK Multi-Touch (event5, 222a:0001)`.
     var summary: String {

@@ -251,6 +251,15 @@ final class LibinputContext {
                 links.append(String(cString: idPath))
             }
         }
+        // The matrix libinput applies itself (udev's LIBINPUT_CALIBRATION_MATRIX; touchd never sets one): get_matrix
+        // answers 0 when it is the identity.
+        var calibration: [Double]?
+        if isTouchscreen, libinput_device_config_calibration_has_matrix(device) != 0 {
+            var matrix = [Float](repeating: 0, count: 6)
+            if libinput_device_config_calibration_get_matrix(device, &matrix) != 0 {
+                calibration = matrix.map(Double.init)
+            }
+        }
         defer { nextDeviceID += 1 }
         return DeviceInfo(
             id: nextDeviceID,
@@ -263,7 +272,8 @@ final class LibinputContext {
             devnode: devnode,
             links: links,
             isTouchscreen: isTouchscreen,
-            touchCount: touchCount
+            touchCount: touchCount,
+            libinputCalibration: calibration
         )
     }
 

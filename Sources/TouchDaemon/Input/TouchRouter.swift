@@ -51,6 +51,11 @@ struct TouchRouter {
         origins[contact]
     }
 
+    /// The mapping in use for `device`, nil when it is not used.
+    func mapper(for device: Int) -> CoordinateMapper? {
+        mappers[device]
+    }
+
     /// The normalised device position of an output position on `device`, as libinput reported it (filter mode).
     func devicePosition(of point: Point, on device: Int) -> (x: Double, y: Double)? {
         mappers[device]?.unmap(point)
@@ -146,7 +151,7 @@ struct TouchRouter {
             }
             match = first
         }
-        mappers[info.id] = CoordinateMapper(output: output, region: match?.region)
+        mappers[info.id] = CoordinateMapper(output: output, device: match)
         return .accepted(info)
     }
 

@@ -1,5 +1,5 @@
-/// Builds one JSON object with its keys in the order they are added (the order DESIGN.md shows),
-/// for JSON Lines output.
+/// Builds one JSON object with its keys in the order they are added (so simulate's lines and socket messages put
+/// their documented fields first), for JSON Lines output.
 struct JSONLine {
     private var text = "{"
 
