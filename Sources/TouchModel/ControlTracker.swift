@@ -119,7 +119,7 @@ public struct ControlTracker: Hashable, Sendable {
     }
 }
 
-/// Counts taps on one control for touchDownRepeat (uicontrol.md §4).
+/// Counts taps on one control for touchDownRepeat (docs/uikit-semantics.md §4).
 ///
 /// A touch-down is a repeat when it lands within `slop` pixels of the previous tap's touch-down
 /// and no later than `interval` microseconds after that tap's lift. Only taps (touchUpInside)

@@ -1,5 +1,5 @@
 /// A gesture recognizer's declaration: what it recognizes, over which region, how it arbitrates
-/// with controls and other recognizers, and the actions its events fire (uicontrol.md §8).
+/// with controls and other recognizers, and the actions its events fire (docs/uikit-semantics.md §8).
 ///
 /// Recognition state lives in the ``Scene``; this is only what the configuration says.
 public struct GestureRecognizer: Hashable, Sendable {
@@ -267,7 +267,7 @@ public struct GestureRecognizer: Hashable, Sendable {
 }
 
 extension GestureRecognizer {
-    /// What a recognizer tells its actions (uicontrol.md §8). Each dispatch is of one event.
+    /// What a recognizer tells its actions (docs/uikit-semantics.md §8). Each dispatch is of one event.
     public struct Event: OptionSet, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: UInt8
 

@@ -10,7 +10,7 @@
 /// controls are transparent. A control tracks at most one contact and a contact at most one control.
 ///
 /// Gesture recognizers see every sample before the controls do and arbitrate with them as
-/// uicontrol.md §8 says (SceneGestures.swift).
+/// docs/uikit-semantics.md §8 says (SceneGestures.swift).
 public struct Scene: Sendable {
     /// Limits that protect the scene from misbehaving input.
     public struct Settings: Hashable, Sendable {

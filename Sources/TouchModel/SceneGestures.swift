@@ -1,5 +1,5 @@
 // Gesture recognizers in the scene and their arbitration with controls and with each other
-// (uicontrol.md §8):
+// (docs/uikit-semantics.md §8):
 //
 // - Recognizers see every sample before controls do: a touch-down in a recognizer's region joins it
 //   (while it is possible), moves and lifts of its touches reach it first.
@@ -180,7 +180,7 @@ extension Scene {
         if settings.app != nil { releaseAppTouches(into: &output) }
     }
 
-    /// Whether a recognizer ready to recognize may do so now (uicontrol.md §8).
+    /// Whether a recognizer ready to recognize may do so now (docs/uikit-semantics.md §8).
     func arbitrate(_ index: Int) -> Arbitration {
         let slot = recognizers[index]
         let touches = slot.progress.sequence

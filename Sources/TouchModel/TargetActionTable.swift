@@ -19,7 +19,7 @@ public enum TargetSlot: Hashable, Sendable, CustomStringConvertible {
     public var description: String { name ?? "(responder chain)" }
 }
 
-/// A control's ordered (target, action, events) entries, with UIKit's semantics (uicontrol.md §6).
+/// A control's ordered (target, action, events) entries, with UIKit's semantics (docs/uikit-semantics.md §6).
 ///
 /// - `add` ignores an empty mask; an entry with the same target and action is removed, its mask
 ///   merged into the new one, and the merged entry appended at the end, so duplicates are kept once.

@@ -4,7 +4,7 @@ import Testing
 @testable import TouchDaemon
 
 /// The built `touchd` executable, run as a user runs it: exit statuses, stdout and stderr of the
-/// DESIGN.md command-line contract.
+/// command-line contract (README and docs/configuration.md).
 @Suite("touchd executable")
 struct CheckCommandTests {
     struct Run {

@@ -6,7 +6,7 @@ import TouchModel
 
 /// `touchd simulate` on the examples and on hand-written `libinput record` files, against frozen
 /// JSON Lines (Tests/TouchDaemonTests/Golden). Each golden file was checked line by line against
-/// reference/uicontrol.md before it was frozen.
+/// docs/uikit-semantics.md before it was frozen.
 @Suite("simulate: golden output")
 struct GoldenTests {
     /// The simulation of `config/kiosk.toml` on a touch script, as `touchd simulate` prints it.
@@ -47,7 +47,7 @@ struct GoldenTests {
         }
     }
 
-    /// The admin long press of config/kiosk.toml: DESIGN.md's gesture line at the moment it is
+    /// The admin long press of config/kiosk.toml: the documented gesture line at the moment it is
     /// recognized, its action, and a later tap on pay that the recognizer leaves alone.
     @Test("examples/admin.touch on config/kiosk.toml")
     func admin() throws {
@@ -96,7 +96,7 @@ struct GoldenTests {
     }
 
     /// A portrait ticket machine with three screens, all exercised in one script. Checked line by line against
-    /// uicontrol.md before it was frozen: the attract tap (§3, §5 button); a `screen` line; the zone list counts its
+    /// docs/uikit-semantics.md before it was frozen: the attract tap (§3, §5 button); a `screen` line; the zone list counts its
     /// rows from the top, valueChanged after touchUpInside (§5 segmented); the quantity slider snaps to whole tickets,
     /// a move on the same ticket sends no valueChanged, and a change sends valueChanged and primaryActionTriggered
     /// before that move's touchDragInside (continueTracking before the drag event); switching the screen away from a
@@ -189,7 +189,7 @@ struct GoldenTests {
     }
 }
 
-/// The touch script format of DESIGN.md and its errors.
+/// The touch script format and its errors.
 @Suite("simulate: touch scripts")
 struct TouchScriptTests {
     @Test(

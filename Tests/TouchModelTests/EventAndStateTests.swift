@@ -2,11 +2,11 @@ import Testing
 
 @testable import TouchModel
 
-/// `Control.Event` and `Control.State`: UIKit's exact bit values (uicontrol.md §1 and §2), names,
+/// `Control.Event` and `Control.State`: UIKit's exact bit values (docs/uikit-semantics.md §1 and §2), names,
 /// masks and printing.
 @Suite("Control.Event and Control.State")
 struct EventAndStateTests {
-    /// uicontrol.md §1, copied by hand: every single event with its UIKit bit.
+    /// docs/uikit-semantics.md §1, copied by hand: every single event with its UIKit bit.
     static let singleEvents: [(String, UInt32)] = [
         ("touchDown", 0x0000_0001),
         ("touchDownRepeat", 0x0000_0002),
@@ -26,7 +26,7 @@ struct EventAndStateTests {
         ("editingDidEndOnExit", 0x0008_0000),
     ]
 
-    /// uicontrol.md §1: the masks.
+    /// docs/uikit-semantics.md §1: the masks.
     static let masks: [(String, UInt32)] = [
         ("allTouchEvents", 0x0000_0FFF),
         ("allEditingEvents", 0x000F_0000),
@@ -209,7 +209,7 @@ struct EventAndStateTests {
 
     // MARK: - State
 
-    /// uicontrol.md §2, copied by hand.
+    /// docs/uikit-semantics.md §2, copied by hand.
     static let states: [(String, UInt32)] = [
         ("highlighted", 0x0000_0001),
         ("disabled", 0x0000_0002),

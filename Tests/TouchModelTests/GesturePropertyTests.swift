@@ -3,7 +3,7 @@ import Testing
 @testable import TouchModel
 
 /// The scene's invariants with random gesture recognizers over random contact sequences
-/// (uicontrol.md §3, §8): every touchDown still ends in exactly one of touchUpInside,
+/// (docs/uikit-semantics.md §3, §8): every touchDown still ends in exactly one of touchUpInside,
 /// touchUpOutside, touchCancel, even when recognizers cancel controls or hold their lifts back;
 /// every recognizer's events follow its table; once every finger lifted and every timer fired,
 /// nothing is left tracking, held or pending; the same input gives the same output; nothing traps.

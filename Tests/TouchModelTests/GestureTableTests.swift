@@ -2,7 +2,7 @@ import Testing
 import TouchModel
 
 /// The recognizer table (GestureStateMachine.swift) against a specification written out here
-/// independently from UIKit's documented state diagram (uicontrol.md §8).
+/// independently from UIKit's documented state diagram (docs/uikit-semantics.md §8).
 @Suite("Gesture recognizer table")
 struct GestureTableTests {
     typealias State = GestureRecognizer.State

@@ -4,7 +4,7 @@ import Testing
 
 /// The scene's grid-based hit test against a brute-force reference: the top-most control by
 /// (z, declaration index) among the touchable controls whose exact shape, and every enclosing
-/// group's shape, holds the point (uicontrol.md §2 "disabled is transparent", §3 "exact shape").
+/// group's shape, holds the point (docs/uikit-semantics.md §2 "disabled is transparent", §3 "exact shape").
 @Suite("Hit-testing through the scene")
 struct HitTestTests {
     /// A scene's declarations plus what the test changed since, to compute the expected hit.

@@ -27,7 +27,7 @@ func expectNoFailures(_ failures: [String], _ context: String = "", sourceLocati
         sourceLocation: sourceLocation)
 }
 
-/// Invariants of the scene over random contact sequences (uicontrol.md §2–§6): every touchDown ends
+/// Invariants of the scene over random contact sequences (docs/uikit-semantics.md §2–§6): every touchDown ends
 /// in exactly one of touchUpInside, touchUpOutside, touchCancel; a disabled control is silent;
 /// highlight only while tracking; enter and exit alternate; actions follow their event; the same
 /// input gives the same output; nothing traps.

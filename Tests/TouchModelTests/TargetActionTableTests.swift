@@ -2,7 +2,7 @@ import Testing
 
 @testable import TouchModel
 
-/// The target-action table (uicontrol.md §6) and the tap counter behind touchDownRepeat (§4).
+/// The target-action table (docs/uikit-semantics.md §6) and the tap counter behind touchDownRepeat (§4).
 @Suite("Target-action table")
 struct TargetActionTableTests {
     typealias Entry = TargetActionTable.Entry

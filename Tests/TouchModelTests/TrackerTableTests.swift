@@ -2,7 +2,7 @@ import Testing
 
 @testable import TouchModel
 
-/// The tracking table checked row by row against a specification written from uicontrol.md §3 in
+/// The tracking table checked row by row against a specification written from docs/uikit-semantics.md §3 in
 /// another form: a state is a pair of facts (tracking, inside), an input is a phase plus facts
 /// (inside, repeat), and the events follow from the rules "crossing first, then the phase event".
 @Suite("ControlTracker transition table")
@@ -54,7 +54,7 @@ struct TrackerTableTests {
         }
     }
 
-    /// The expected row, from first principles (uicontrol.md §3 and §4).
+    /// The expected row, from first principles (docs/uikit-semantics.md §3 and §4).
     struct Expectation: Equatable {
         var next: StateFacts
         var events: [Control.Event]
@@ -234,7 +234,7 @@ struct TrackerTableTests {
 }
 
 /// The table as the scene runs it: event order, highlight in each record, cancels and the stuck
-/// contact deadline (uicontrol.md §2, §3).
+/// contact deadline (docs/uikit-semantics.md §2, §3).
 @Suite("Scene tracking")
 struct SceneTrackingTests {
     static func scene(stuckTimeout: UInt64 = 0) throws -> Scene {

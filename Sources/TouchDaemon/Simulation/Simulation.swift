@@ -1,7 +1,7 @@
 import TouchModel
 
 /// Runs a configuration through the daemon's own ``Engine`` in virtual time, fed from a touch script or a
-/// `libinput record` file instead of libinput, and renders what happened as the JSON Lines of DESIGN.md: control
+/// `libinput record` file instead of libinput, and renders what happened as the JSON Lines documented in docs/configuration.md ("Gestures in `simulate`") and the README: control
 /// events, gesture events, resolved actions and diagnostics, in order. Recordings go through the engine's router as
 /// live input does (the allow-list, regions, the mapping, SYN_DROPPED's cancellations); a touch script is already in
 /// output pixels and goes to the scene as frames.
@@ -145,7 +145,7 @@ struct Simulation {
                 json.add("type", "gesture")
                 json.add("time_ms", milliseconds: record.time.microseconds)
                 json.add("gesture", record.gesture)
-                // The event is printed as `state` (DESIGN.md's gesture line): began, changed,
+                // The event is printed as `state` (the documented gesture line): began, changed,
                 // recognized, ended, cancelled or failed.
                 json.add("state", record.event.description)
                 if let location = record.location {

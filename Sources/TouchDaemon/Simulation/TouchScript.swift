@@ -1,6 +1,6 @@
 import TouchModel
 
-/// The touch script format of DESIGN.md: one sample per line, `TIME_MS down|move|up|cancel CONTACT [X Y]`, in output
+/// The touch script format (README, "Trying a layout without hardware"): one sample per line, `TIME_MS down|move|up|cancel CONTACT [X Y]`, in output
 /// pixels, or `TIME_MS screen ID` to switch the active screen (as the control socket's `screen` verb does); `#` starts
 /// a comment; blank lines are ignored. Consecutive samples with the same time form one frame; a screen line ends the
 /// frame before it. Times must not go backwards.
