@@ -18,6 +18,8 @@ struct Options: Equatable {
     var compareLibinput = false
     /// With `compareLibinput`: rounds per reader; `taps` is then per round.
     var rounds = 4
+    /// With `compareLibinput`: a second touchd measured in the same boot (a before/after comparison of two builds).
+    var otherTouchd: String?
     /// With `compareLibinput`: fail when the ratio of the medians is above this (otherwise it is only reported).
     var maximumRatio: Double?
     /// Where the units to install are (the repository's systemd/ directory).
@@ -33,7 +35,8 @@ struct Options: Equatable {
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --cage --touchd PATH [--verbose]
-               touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R] [--verbose]
+               touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
+                          [--also-touchd PATH] [--verbose]
 
         Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
         root: it runs inside the test VM (scripts/vm/run).
@@ -68,6 +71,9 @@ struct Options: Equatable {
                          round (default 20 there), each a touch-down and a lift
           --max-ratio R  with --compare-libinput: fail when touchd's median is more than R times libinput's
                          (without it the ratio is only reported)
+          --also-touchd PATH
+                         with --compare-libinput: also measure this touchd, in rounds of its own in the same boot
+                         (another build, for a before/after comparison that the guest's noise does not swamp)
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated
@@ -116,6 +122,7 @@ struct Options: Equatable {
                     throw UsageError("--rounds takes a whole number from 1 to 100, not '\(text)'")
                 }
                 options.rounds = rounds
+            case "--also-touchd": options.otherTouchd = try value(for: argument)
             case "--max-ratio":
                 let text = try value(for: argument)
                 guard let ratio = Double(text), ratio.isFinite, ratio > 0 else {
@@ -137,8 +144,10 @@ struct Options: Equatable {
                     + "runs; give one of them"
             )
         }
-        if !options.compareLibinput, options.maximumRatio != nil || arguments.contains("--rounds") {
-            throw UsageError("--rounds and --max-ratio go with --compare-libinput")
+        if !options.compareLibinput,
+            options.maximumRatio != nil || options.otherTouchd != nil || arguments.contains("--rounds")
+        {
+            throw UsageError("--rounds, --max-ratio and --also-touchd go with --compare-libinput")
         }
         if options.compareLibinput, !arguments.contains("--taps") { options.taps = 20 }
         if options.expectControlSocket, !options.systemdUnit {

@@ -62,6 +62,7 @@ final class LatencyComparison {
     func run() -> Int32 {
         var touchdSamples = Samples()
         var libinputSamples = Samples()
+        var otherSamples = Samples()
         do throws(Abort) {
             try attempt { () throws(DriverError) in
                 try writeFile(configPath, TestConfig.valid(socket: target.path, actionForA: "a"))
@@ -70,12 +71,12 @@ final class LatencyComparison {
                 try VirtualTouchscreen(name: Self.panelName, verbose: options.verbose)
             }
             sleep(microseconds: 500_000)  // udev tags it before anyone looks
-            // touchd first, then libinput, alternating: each reader gets the same number of rounds.
-            for round in 0..<(options.rounds * 2) {
-                if round % 2 == 0 {
-                    try touchdRound(round / 2 + 1, into: &touchdSamples)
-                } else {
-                    try libinputRound(round / 2 + 1, into: &libinputSamples)
+            // touchd first, then libinput (then the other touchd), alternating: each gets the same number of rounds.
+            for round in 1...options.rounds {
+                try touchdRound(round, executable: touchd, into: &touchdSamples)
+                try libinputRound(round, into: &libinputSamples)
+                if let other = options.otherTouchd {
+                    try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
                 }
             }
         } catch {
@@ -85,6 +86,7 @@ final class LatencyComparison {
         target.stop()
         notify.stop()
         judge(touchd: touchdSamples, libinput: libinputSamples)
+        if options.otherTouchd != nil { compareOther(otherSamples, touchd: touchdSamples, libinput: libinputSamples) }
         for note in notes { Console.line("note: \(note)") }
         let failed = results.filter { $0.failure != nil }
         for (name, failure) in results {
@@ -97,11 +99,13 @@ final class LatencyComparison {
 
     // MARK: - Rounds
 
-    private func touchdRound(_ number: Int, into samples: inout Samples) throws(Abort) {
+    private func touchdRound(
+        _ number: Int, executable: String, label: String = "touchd", into samples: inout Samples
+    ) throws(Abort) {
         let cursor = notify.inbox.count
         let daemon = try attempt { () throws(DriverError) in
             try Daemon(
-                executable: touchd, arguments: ["run", "--config", configPath, "--log-level", options.logLevel],
+                executable: executable, arguments: ["run", "--config", configPath, "--log-level", options.logLevel],
                 environment: ["NOTIFY_SOCKET": notify.path], removing: Scenario.scrubbedEnvironment,
                 echoPrefix: options.verbose ? "touchd| " : nil)
         }
@@ -152,7 +156,7 @@ final class LatencyComparison {
             return Int64(message.arrival) - Int64(time)
         }
         notes.append(
-            "touchd round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); kernel event → socket "
+            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); kernel event → socket "
                 + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
                 + (figures.map {
                     "kernel event → executor p50=\($0.p50.map(String.init) ?? "?")µs, of which poll returned → "
@@ -263,6 +267,21 @@ final class LatencyComparison {
                 "the target is a ratio of at most 1.2: \(ratio <= 1.2 ? "met" : "NOT met") in this run "
                     + "(reported only; --max-ratio makes it a check)")
         }
+    }
+
+    /// `--also-touchd`: a second touchd (another build) measured in the same boot, in rounds of its own.
+    private func compareOther(_ other: Samples, touchd: Samples, libinput: Samples) {
+        guard let theirs = other.median, let ours = touchd.median, let floor = libinput.median, floor > 0 else {
+            record("the other touchd measured", "no samples to compare")
+            return
+        }
+        let ratio = Double(theirs) / Double(floor)
+        Console.line(
+            "latency-ratio-other: \(Self.format(ratio)) other_touchd_p50_us=\(theirs) libinput_p50_us=\(floor)")
+        notes.append(
+            "other touchd (\(options.otherTouchd ?? "")) median \(theirs) µs (\(Percentiles(other.values)!), missing "
+                + "\(other.missing)): \(Self.format(ratio))× libinput debug-events, "
+                + "\(Self.format(Double(theirs) / Double(max(ours, 1))))× the touchd under test")
     }
 
     static func format(_ value: Double) -> String {
