@@ -271,9 +271,7 @@ final class SocketSenderCore: Sendable {
 
     /// The bytes of `delivery` on the wire: its JSON line, with a newline on a stream.
     static func message(_ delivery: ActionDelivery, for target: Configuration.SocketTarget) -> [UInt8] {
-        var bytes = Array(delivery.json.utf8)
-        if target.type == .stream { bytes.append(UInt8(ascii: "\n")) }
-        return bytes
+        delivery.jsonBytes(terminator: target.type == .stream ? UInt8(ascii: "\n") : nil)
     }
 
     enum Phase: Sendable {
