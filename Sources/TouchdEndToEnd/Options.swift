@@ -16,6 +16,14 @@ struct Options: Equatable {
     var filter = false
     /// Filter mode under cage with wev (ScenarioCage.swift); needs scripts/vm/run --gpu.
     var cage = false
+    /// touchd against `libinput debug-events` in alternating rounds (ScenarioLatency.swift, issue 17).
+    var compareLibinput = false
+    /// With `compareLibinput`: rounds per reader; `taps` is then per round.
+    var rounds = 4
+    /// With `compareLibinput`: a second touchd measured in the same boot (a before/after comparison of two builds).
+    var otherTouchd: String?
+    /// With `compareLibinput`: fail when the ratio of the medians is above this (otherwise it is only reported).
+    var maximumRatio: Double?
     /// Where the units to install are (the repository's systemd/ directory).
     var units = "systemd"
     /// Whether the control socket must answer a hello (on once the control socket has landed).
@@ -29,6 +37,8 @@ struct Options: Equatable {
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
+               touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
+                          [--also-touchd PATH] [--verbose]
 
         Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
         root: it runs inside the test VM (scripts/vm/run).
@@ -55,6 +65,18 @@ struct Options: Equatable {
           --cage         filter mode under a real compositor and client: cage (its DRM backend, through seatd)
                          showing wev; needs the VM's GPU: scripts/vm/run --gpu; with --systemd-unit, touchd is
                          the installed touchd.service: scripts/vm/run --gpu --systemd
+          --compare-libinput
+                         end-to-end latency against libinput's own client: in alternating rounds, either touchd
+                         (uinput write → the action's message on its socket target) or `libinput debug-events`
+                         (uinput write → its TOUCH_DOWN/TOUCH_UP line), each alone; prints both medians and their
+                         ratio (the `latency-ratio:` line)
+          --rounds N     with --compare-libinput: rounds per reader (default 4, 1…100); --taps is then the taps per
+                         round (default 20 there), each a touch-down and a lift
+          --max-ratio R  with --compare-libinput: fail when touchd's median is more than R times libinput's
+                         (without it the ratio is only reported)
+          --also-touchd PATH
+                         with --compare-libinput: also measure this touchd, in rounds of its own in the same boot
+                         (another build, for a before/after comparison that the guest's noise does not swamp)
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated
@@ -109,6 +131,20 @@ struct Options: Equatable {
             case "--systemd-unit": options.systemdUnit = true
             case "--filter": options.filter = true
             case "--cage": options.cage = true
+            case "--compare-libinput": options.compareLibinput = true
+            case "--rounds":
+                let text = try value(for: argument)
+                guard let rounds = Int(text), (1...100).contains(rounds) else {
+                    throw UsageError("--rounds takes a whole number from 1 to 100, not '\(text)'")
+                }
+                options.rounds = rounds
+            case "--also-touchd": options.otherTouchd = try value(for: argument)
+            case "--max-ratio":
+                let text = try value(for: argument)
+                guard let ratio = Double(text), ratio.isFinite, ratio > 0 else {
+                    throw UsageError("--max-ratio takes a positive number, not '\(text)'")
+                }
+                options.maximumRatio = ratio
             case "--units": options.units = try value(for: argument)
             case "--expect-control-socket": options.expectControlSocket = true
             case "-h", "--help": options.help = true
@@ -117,13 +153,19 @@ struct Options: Equatable {
         }
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
-            options.filter,
-            options.cage,
+            options.filter, options.cage, options.compareLibinput,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
-                "--self-test, --without-touchscreen, --systemd-unit, --filter and --cage are separate runs; give one of them"
+                "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage and --compare-libinput are separate "
+                    + "runs; give one of them"
             )
         }
+        if !options.compareLibinput,
+            options.maximumRatio != nil || options.otherTouchd != nil || arguments.contains("--rounds")
+        {
+            throw UsageError("--rounds, --max-ratio and --also-touchd go with --compare-libinput")
+        }
+        if options.compareLibinput, !arguments.contains("--taps") { options.taps = 20 }
         if options.expectControlSocket, !options.systemdUnit {
             throw UsageError("--expect-control-socket goes with --systemd-unit")
         }

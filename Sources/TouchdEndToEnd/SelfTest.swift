@@ -455,11 +455,28 @@ struct SelfTest {
             Options(touchd: "/usr/bin/touchd", verbose: true, taps: 7))
         results.equal("arguments-default-taps", (try? Options.parse(["--touchd", "/t"]))?.taps, 100)
         results.equal("arguments-self-test", (try? Options.parse(["--self-test"]))?.selfTest, true)
+        results.equal(
+            "arguments-compare-libinput",
+            try? Options.parse(["--compare-libinput", "--touchd", "/t", "--rounds", "6", "--max-ratio", "1.2"]),
+            Options(touchd: "/t", taps: 20, compareLibinput: true, rounds: 6, maximumRatio: 1.2))
+        results.equal(
+            "arguments-compare-libinput-taps",
+            (try? Options.parse(["--compare-libinput", "--touchd", "/t", "--taps", "30"]))?.taps, 30)
+        results.equal(
+            "debug-events-line-type",
+            LatencyComparison.type(
+                of: " event4   TOUCH_DOWN              +2.345s\t0 (0) 15.00/15.00 (150.00/150.00mm)"),
+            "TOUCH_DOWN")
         let failures: [([String], String)] = [
             ([], "--touchd PATH is required"), (["--touchd"], "--touchd needs a value"),
             (["--touchd", "/t", "--taps", "0"], "from 1 to 10000"), (["--touchd", "/t", "--taps", "x"], "not 'x'"),
             (["--bogus"], "unknown argument '--bogus'"),
             (["--self-test", "--without-touchscreen"], "separate runs"),
+            (["--filter", "--compare-libinput", "--touchd", "/t"], "separate runs"),
+            (["--touchd", "/t", "--max-ratio", "1.2"], "go with --compare-libinput"),
+            (["--touchd", "/t", "--rounds", "3"], "go with --compare-libinput"),
+            (["--compare-libinput", "--touchd", "/t", "--rounds", "0"], "from 1 to 100"),
+            (["--compare-libinput", "--touchd", "/t", "--max-ratio", "-1"], "positive number"),
         ]
         for (arguments, fragment) in failures {
             do {

@@ -35,6 +35,11 @@ if options.cage {
     runFinished.store(true, ordering: .relaxed)
     exit(status)
 }
+if options.compareLibinput {
+    let status = LatencyComparison(options: options, touchd: touchd).run()
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
+}
 if options.filter {
     let status = FilterRun(options: options, touchd: touchd).run()
     runFinished.store(true, ordering: .relaxed)

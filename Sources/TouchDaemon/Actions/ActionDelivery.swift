@@ -33,7 +33,12 @@ struct ActionDelivery: Hashable, Sendable {
 
     /// The message a socket target receives: one JSON object without a newline. The required fields come first, in
     /// the order of simulate's action lines (`action`, `control`, `event`, `target`, `time_us`), then the optional fields that are present, then `generation`.
-    var json: String {
+    var json: String { jsonLine.line }
+
+    /// The message as a socket target gets it: the JSON object in UTF-8, with `terminator` (a stream's newline).
+    func jsonBytes(terminator: UInt8? = nil) -> [UInt8] { jsonLine.lineBytes(terminator: terminator) }
+
+    private var jsonLine: JSONLine {
         var line = JSONLine()
         line.add("action", action)
         line.add("target", target)
@@ -50,7 +55,7 @@ struct ActionDelivery: Hashable, Sendable {
         if let gesture { line.add("gesture", gesture) }
         if let device { line.add("device", device) }
         line.add("generation", generation)
-        return line.line
+        return line
     }
 }
 

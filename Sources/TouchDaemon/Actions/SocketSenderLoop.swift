@@ -119,7 +119,7 @@ final class SocketSenderLoop {
         let (queued, overflowed) = core.state.withLock { state -> (Int, Int) in
             guard let entry = state.entries[connection.name], entry.serial == connection.serial else { return (0, 0) }
             state.entries[connection.name]!.overflowed = 0
-            return (entry.queue.count, entry.overflowed)
+            return (entry.queue.count + (entry.remainder == nil ? 0 : 1), entry.overflowed)
         }
         if overflowed > 0 {
             connection.unreportedOverflow.saturatingAdd(overflowed)
@@ -145,7 +145,24 @@ final class SocketSenderLoop {
         case .connecting(let deadline):
             return (deadline, false)
         case .connected:
+            if !writeAgain { openDirectPath(connection) }
             return (nil, writeAgain)
+        }
+    }
+
+    /// Lets `submit` write to this target itself while the thread has nothing to do for it: see
+    /// `SocketSenderCore.Entry.directSocket` for when that holds. Done under the lock that `submit` queues under, so
+    /// a message queued since the thread last looked keeps the path closed (and has woken the thread).
+    private func openDirectPath(_ connection: TargetConnection) {
+        guard case .connected = connection.phase, !connection.writeBlocked, connection.message == nil,
+            connection.backoff == backoff.initial, connection.socket >= 0
+        else { return }
+        core.state.withLock { state in
+            guard let entry = state.entries[connection.name], entry.serial == connection.serial,
+                entry.directSocket < 0, entry.queue.isEmpty, entry.remainder == nil,
+                case .running = state.phase
+            else { return }
+            state.entries[connection.name]!.directSocket = connection.socket
         }
     }
 
@@ -168,11 +185,9 @@ final class SocketSenderLoop {
     private func write(_ connection: TargetConnection, now: UInt64) -> Bool {
         for _ in 0..<Self.writeBudget {
             if connection.message == nil {
-                guard let delivery = pop(connection) else { return true }
-                var bytes = Array(delivery.json.utf8)
-                if connection.target.type == .stream { bytes.append(UInt8(ascii: "\n")) }
-                connection.message = bytes
-                connection.written = 0
+                guard let next = pop(connection) else { return true }
+                connection.message = next.bytes
+                connection.written = next.written
             }
             switch UnixSocket.send(connection.socket, connection.message!, from: connection.written) {
             case .sent(let count):
@@ -327,12 +342,19 @@ final class SocketSenderLoop {
             connection.backoff > backoff.maximum / 2 ? backoff.maximum : min(backoff.maximum, connection.backoff * 2)
     }
 
+    /// Closes the target's socket, closing the direct path first (under the lock, which a direct send holds), so
+    /// no `submit` can write to the descriptor once it is closed and perhaps reused.
     private func closeSocket(_ connection: TargetConnection) {
+        core.state.withLock { state in
+            if state.entries[connection.name]?.serial == connection.serial {
+                state.entries[connection.name]!.directSocket = -1
+            }
+            state.statistics[connection.name]?.connected = false
+        }
         if connection.socket >= 0 { close(connection.socket) }
         connection.socket = -1
         connection.phase = .disconnected
         connection.writeBlocked = false
-        count(connection) { $0.connected = false }
     }
 
     /// Drops a datagram the kernel refuses as too big (EMSGSIZE), counting it as dropped and failed. Logged once
@@ -391,10 +413,19 @@ final class SocketSenderLoop {
 
     // MARK: - Shared state
 
-    private func pop(_ connection: TargetConnection) -> ActionDelivery? {
+    /// The next message to write: the rest of one a direct send began, else the oldest queued one. Closes the direct
+    /// path in the same critical section, so `submit` cannot send anything before this message is written.
+    private func pop(_ connection: TargetConnection) -> SocketSenderCore.Remainder? {
         core.state.withLock { state in
             guard state.entries[connection.name]?.serial == connection.serial else { return nil }
-            return state.entries[connection.name]!.queue.popFirst()
+            state.entries[connection.name]!.directSocket = -1
+            if let remainder = state.entries[connection.name]!.remainder {
+                state.entries[connection.name]!.remainder = nil
+                return remainder
+            }
+            return state.entries[connection.name]!.queue.popFirst().map {
+                SocketSenderCore.Remainder(bytes: SocketSenderCore.message($0, for: connection.target), written: 0)
+            }
         }
     }
 
@@ -406,7 +437,7 @@ final class SocketSenderLoop {
 
     private var isFlushed: Bool {
         connections.values.allSatisfy { $0.message == nil }
-            && core.state.withLock { $0.entries.values.allSatisfy { $0.queue.isEmpty } }
+            && core.state.withLock { $0.entries.values.allSatisfy { $0.queue.isEmpty && $0.remainder == nil } }
     }
 
     /// Ends the sender: no delivery is accepted any more, what is still queued or half-written is dropped and
@@ -416,7 +447,12 @@ final class SocketSenderLoop {
             state.phase = .stopped
             var leftovers: [String: Int] = [:]
             for name in state.entries.keys {
-                let removed = state.entries[name]!.queue.removeAll()
+                state.entries[name]!.directSocket = -1
+                var removed = state.entries[name]!.queue.removeAll()
+                if state.entries[name]!.remainder != nil {
+                    state.entries[name]!.remainder = nil
+                    removed += 1
+                }
                 leftovers[name] = removed
                 state.statistics[name]?.dropped.saturatingAdd(removed)
             }

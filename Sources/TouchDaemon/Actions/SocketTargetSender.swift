@@ -29,12 +29,18 @@ struct SocketTargetSenderError: Error, CustomStringConvertible {
     var description: String { "\(operation): \(UnixSocket.describe(errno))" }
 }
 
-/// Sends deliveries to Unix-socket targets from its own thread; callers never block and never do socket I/O.
+/// Sends deliveries to Unix-socket targets; callers never block.
 ///
-/// The thread owns every socket and waits in `poll` on them and on a wake-up socket; it sleeps without a timeout
-/// while nothing is queued and every target is connected or waiting for something to send. Each target has a
-/// bounded queue that drops its oldest message when full, so a peer that stops reading costs the rest of the daemon
-/// nothing. See `SocketSenderLoop` for connecting, reconnecting and logging.
+/// The fast path is the caller's own thread: when a target is connected and idle (nothing queued, nothing being
+/// written, the socket not full, the connection proven by a message sent since it was made), `submit` writes the
+/// message itself with one non-blocking `send` and wakes nobody, so a tap's message leaves touchd in the same loop
+/// turn as the input that caused it (issue 17: the hand-over to the sender thread cost a thread wake-up per batch).
+/// Everything else goes through the sender thread: it owns every socket, connects and reconnects them, writes the
+/// backlog, and waits in `poll` on them and on a wake-up socket; it sleeps without a timeout while nothing is queued
+/// and every target is connected or waiting for something to send. Each target has a bounded queue that drops its
+/// oldest message when full, so a peer that stops reading costs the rest of the daemon nothing. See
+/// `SocketSenderLoop` for connecting, reconnecting and logging, and `SocketSenderCore.Entry.directSocket` for the
+/// rules that keep a direct send from overtaking a queued message or writing to a closed descriptor.
 final class SocketTargetSender: Sendable {
     /// How long to wait before reconnecting: `initial` after the first failure, doubling up to `maximum`, back to
     /// `initial` once a message goes through.
@@ -84,7 +90,8 @@ final class SocketTargetSender: Sendable {
         let accepted = core.state.withLock { state -> Bool in
             guard case .running = state.phase else { return false }
             for (name, entry) in state.entries where targets[name] != entry.target {
-                state.statistics[name, default: SocketTargetStatistics()].dropped.saturatingAdd(entry.queue.count)
+                state.statistics[name, default: SocketTargetStatistics()].dropped.saturatingAdd(
+                    entry.queue.count + (entry.remainder == nil ? 0 : 1))
                 state.entries[name] = nil
             }
             for (name, target) in targets where state.entries[name] == nil {
@@ -109,9 +116,15 @@ final class SocketTargetSender: Sendable {
         submit(CollectionOfOne(delivery))
     }
 
-    /// Queues several deliveries under one lock and wakes the sender thread at most once: the input loop hands over
-    /// everything one batch of input produced together, so the wake-up (and the sender thread it may schedule)
-    /// comes after the whole batch, not between two of its actions.
+    /// Sends or queues several deliveries under one lock and wakes the sender thread at most once, and only when
+    /// something was queued: the input loop hands over everything one batch of input produced together.
+    ///
+    /// A delivery for a target whose socket is open to direct sends (``SocketSenderCore/Entry/directSocket``) is
+    /// written here with one non-blocking `send`. If the socket takes it whole, that is all; if it takes part of it
+    /// (a stream), the rest goes to the sender thread, which writes it before anything else; if it would block or
+    /// fails, the message is queued as if it had never been tried, and the sender thread meets the same condition
+    /// and handles it as it does for its own writes (waiting for room, reconnecting, dropping an oversized
+    /// datagram). Either way direct sends to that target stop until the sender thread opens them again.
     func submit(_ deliveries: some Sequence<ActionDelivery>) {
         let wake = core.state.withLock { state -> Bool in
             var wake = false
@@ -128,6 +141,18 @@ final class SocketTargetSender: Sendable {
                     state.unknownTargetDeliveries.saturatingAdd(1)
                     continue
                 }
+                if state.entries[delivery.target]!.directSocket >= 0 {
+                    switch Self.sendDirectly(delivery, in: &state.entries[delivery.target]!) {
+                    case .sent:
+                        state.statistics[delivery.target]!.sent.saturatingAdd(1)
+                        continue
+                    case .handedOver:
+                        wake = true
+                        continue
+                    case .queue:
+                        break
+                    }
+                }
                 if state.entries[delivery.target]!.queue.isEmpty { wake = true }
                 if state.entries[delivery.target]!.queue.append(delivery) != nil {
                     state.entries[delivery.target]!.overflowed.saturatingAdd(1)
@@ -137,6 +162,31 @@ final class SocketTargetSender: Sendable {
             return wake
         }
         if wake { UnixSocket.wake(core.wakeSender) }
+    }
+
+    private enum DirectOutcome {
+        /// Written whole.
+        case sent
+        /// Partly written: the rest is the entry's `remainder`, for the sender thread.
+        case handedOver
+        /// Not written at all: queue it.
+        case queue
+    }
+
+    /// One non-blocking send of `delivery` on the entry's direct socket, under the lock. Anything but a whole
+    /// message closes the direct path, which only the sender thread opens again.
+    private static func sendDirectly(
+        _ delivery: ActionDelivery, in entry: inout SocketSenderCore.Entry
+    ) -> DirectOutcome {
+        let bytes = SocketSenderCore.message(delivery, for: entry.target)
+        let result = UnixSocket.send(entry.directSocket, bytes, from: 0)
+        if case .sent(let count) = result, count == bytes.count { return .sent }
+        entry.directSocket = -1
+        if case .sent(let count) = result, count > 0 {
+            entry.remainder = SocketSenderCore.Remainder(bytes: bytes, written: count)
+            return .handedOver
+        }
+        return .queue
     }
 
     /// Sends what is queued for at most `flushTimeoutMicroseconds` (counting what cannot be sent in time as
@@ -198,6 +248,30 @@ final class SocketSenderCore: Sendable {
         var queue: BoundedQueue<ActionDelivery>
         /// Messages pushed out of the full queue since the thread last looked, for its log.
         var overflowed = 0
+        /// The connected socket `submit` may write to itself, or -1.
+        ///
+        /// Only the sender thread opens it (sets it), under the lock, and only while the target is connected, its
+        /// socket not full, the thread writing nothing to it, this queue empty, no `remainder` waiting, and the
+        /// connection proven (its backoff back at its start, which only a message sent by the thread does after a
+        /// reconnect, so a peer that accepts and closes at once still cannot make the thread spin). The thread
+        /// closes it, under the lock, before it takes a message from the queue and before it closes the socket; a
+        /// `submit` that cannot write a whole message closes it too. So a direct send never overtakes a queued or
+        /// half-written message, and since it happens under the lock, the descriptor cannot be closed and reused
+        /// while it is being written to.
+        var directSocket: Int32 = -1
+        /// What is left of a stream message a direct send wrote only part of: the sender thread writes it first.
+        var remainder: Remainder?
+    }
+
+    /// A message with how much of it went out.
+    struct Remainder: Sendable {
+        var bytes: [UInt8]
+        var written: Int
+    }
+
+    /// The bytes of `delivery` on the wire: its JSON line, with a newline on a stream.
+    static func message(_ delivery: ActionDelivery, for target: Configuration.SocketTarget) -> [UInt8] {
+        delivery.jsonBytes(terminator: target.type == .stream ? UInt8(ascii: "\n") : nil)
     }
 
     enum Phase: Sendable {

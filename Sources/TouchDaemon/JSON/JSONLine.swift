@@ -1,102 +1,128 @@
 /// Builds one JSON object with its keys in the order they are added (so simulate's lines and socket messages put
 /// their documented fields first), for JSON Lines output.
+///
+/// The text is built as UTF-8 bytes: every socket target message is one of these, built on the input thread between a
+/// touch and its message leaving (issue 17), and appending bytes costs a fraction of appending to a `String` scalar by
+/// scalar.
 struct JSONLine {
-    private var text = "{"
+    private var text: [UInt8]
+    private var empty = true
 
-    init() {}
+    init() {
+        text = [UInt8(ascii: "{")]
+        text.reserveCapacity(192)
+    }
 
     mutating func add(_ key: String, _ value: String?) {
         separate(key)
-        if let value { JSONLine.appendString(value, to: &text) } else { text += "null" }
+        if let value { JSONLine.appendString(value, to: &text) } else { text += "null".utf8 }
     }
 
     mutating func add(_ key: String, _ value: Int) {
         separate(key)
-        text += String(value)
+        text += String(value).utf8
     }
 
     mutating func add(_ key: String, _ value: Bool) {
         separate(key)
-        text += value ? "true" : "false"
+        text += (value ? "true" : "false").utf8
     }
 
     /// A finite number, printed without a fraction when it is whole; null otherwise.
     mutating func add(_ key: String, _ value: Double) {
         separate(key)
-        JSONLine.appendNumber(value, to: &text)
+        text += JSONLine.number(value).utf8
     }
 
     /// Microseconds as milliseconds: whole when exact, else with three decimals.
     mutating func add(_ key: String, milliseconds microseconds: UInt64) {
         separate(key)
-        text += String(microseconds / 1000)
+        text += String(microseconds / 1000).utf8
         if microseconds % 1000 != 0 {
             let fraction = String(microseconds % 1000)
-            text += "." + String(repeating: "0", count: 3 - fraction.count) + fraction
+            text += ("." + String(repeating: "0", count: 3 - fraction.count) + fraction).utf8
         }
     }
 
     /// A member whose value is already JSON text (an object or an array built elsewhere).
     mutating func add(_ key: String, json: String) {
         separate(key)
-        text += json
+        text += json.utf8
     }
 
     /// An array of strings.
     mutating func add(_ key: String, strings: [String]) {
         separate(key)
-        text += JSONLine.array(
-            strings.map { value in
-                var item = ""
-                JSONLine.appendString(value, to: &item)
-                return item
-            })
+        text.append(UInt8(ascii: "["))
+        for (index, value) in strings.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: ",")) }
+            JSONLine.appendString(value, to: &text)
+        }
+        text.append(UInt8(ascii: "]"))
     }
 
-    var line: String { text + "}" }
+    var line: String { String(decoding: lineBytes(), as: UTF8.self) }
+
+    /// The object as UTF-8, followed by `terminator` when given (a stream target's newline).
+    func lineBytes(terminator: UInt8? = nil) -> [UInt8] {
+        var bytes = text
+        bytes.append(UInt8(ascii: "}"))
+        if let terminator { bytes.append(terminator) }
+        return bytes
+    }
 
     /// The members added so far without the braces, for messages that others complete.
-    var members: String { String(text.dropFirst()) }
+    var members: String { String(decoding: text.dropFirst(), as: UTF8.self) }
 
     /// A JSON array of values that are already JSON text.
     static func array(_ items: [String]) -> String { "[" + items.joined(separator: ",") + "]" }
 
     private mutating func separate(_ key: String) {
-        if text.count > 1 { text += "," }
+        if !empty { text.append(UInt8(ascii: ",")) }
+        empty = false
         JSONLine.appendString(key, to: &text)
-        text += ":"
+        text.append(UInt8(ascii: ":"))
     }
 
     static func appendNumber(_ value: Double, to text: inout String) {
-        guard value.isFinite else {
-            text += "null"
-            return
-        }
-        if value == value.rounded(), abs(value) < 1e15 {
-            text += String(Int64(value))
-        } else {
-            text += "\(value)"
-        }
+        text += number(value)
+    }
+
+    /// A finite number as JSON (whole numbers without a fraction), else `null`.
+    private static func number(_ value: Double) -> String {
+        guard value.isFinite else { return "null" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return "\(value)"
     }
 
     static func appendString(_ value: String, to text: inout String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(value.utf8.count + 2)
+        appendString(value, to: &bytes)
+        text += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `value` as a JSON string: quotes, backslashes and control characters escaped, everything else (multi-byte
+    /// UTF-8 sequences included, whose bytes are all 0x80 or above) as it is.
+    static func appendString(_ value: String, to text: inout [UInt8]) {
+        text.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): text += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): text += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case UInt8(ascii: "\n"): text += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case UInt8(ascii: "\r"): text += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case UInt8(ascii: "\t"): text += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0..<0x20:
+                text += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")]
+                text.append(hexDigits[Int(byte >> 4)])
+                text.append(hexDigits[Int(byte & 0x0f)])
             default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    text.unicodeScalars.append(scalar)
-                }
+                text.append(byte)
             }
         }
-        text += "\""
+        text.append(UInt8(ascii: "\""))
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

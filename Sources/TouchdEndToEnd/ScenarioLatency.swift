@@ -1,0 +1,304 @@
+import Glibc
+
+/// touchd against libinput's own client (`touchd-e2e --compare-libinput`, issue 17): the same uinput taps, in one
+/// guest boot, read in alternating rounds by either `touchd run` (from the uinput write to the action's message
+/// arriving on its socket target) or `libinput debug-events` (from the uinput write to its TOUCH_DOWN or TOUCH_UP
+/// line arriving on its stdout pipe), each alone: the other is not running during a round. Both arrival times are
+/// taken by a reader thread of the driver right after read(2) returns; the driver's main thread sleeps through the
+/// taps (it collects the figures after each round), so it competes for the guest's CPUs no more in one round than in
+/// the other.
+///
+/// The emulated guest is noisy (single rounds have ranged from 2.2× to 4.6× in either direction of the median), so
+/// the figure is the ratio of the medians over every round, and rounds alternate so slow phases of the host hit both
+/// readers alike.
+final class LatencyComparison {
+    let options: Options
+    let touchd: String
+    private let scratch: ScratchDirectory
+    private let target: TargetListener
+    private let notify: NotifyListener
+    private let configPath: String
+    private var panel: VirtualTouchscreen?
+    private var results: [(name: String, failure: String?)] = []
+    private var notes: [String] = []
+
+    static let panelName = "touchd-e2e latency panel"
+
+    /// One tap's two frames: the touch-down and the lift, with when each was written.
+    private struct Tap {
+        var control: String
+        var down: FrameTiming
+        var up: FrameTiming
+    }
+
+    /// One reader's samples: microseconds from the write to the arrival, touch-downs and lifts together.
+    private struct Samples {
+        var values: [Int64] = []
+        var missing = 0
+        var perRound: [Int64] = []
+
+        var median: Int64? { Self.median(values) }
+
+        static func median(_ values: [Int64]) -> Int64? {
+            guard !values.isEmpty else { return nil }
+            return Percentiles.rank(50, in: values.sorted())
+        }
+    }
+
+    init(options: Options, touchd: String) {
+        self.options = options
+        self.touchd = touchd
+        do {
+            scratch = try ScratchDirectory()
+            target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
+            notify = try NotifyListener(path: scratch.file("notify.sock"), verbose: options.verbose)
+        } catch {
+            Console.line("touchd-e2e: cannot set up: \(error)")
+            exit(1)
+        }
+        configPath = scratch.file("touchd.toml")
+    }
+
+    func run() -> Int32 {
+        var touchdSamples = Samples()
+        var libinputSamples = Samples()
+        var otherSamples = Samples()
+        do throws(Abort) {
+            try attempt { () throws(DriverError) in
+                try writeFile(configPath, TestConfig.valid(socket: target.path, actionForA: "a"))
+            }
+            panel = try attempt { () throws(DriverError) in
+                try VirtualTouchscreen(name: Self.panelName, verbose: options.verbose)
+            }
+            sleep(microseconds: 500_000)  // udev tags it before anyone looks
+            // touchd first, then libinput (then the other touchd), alternating: each gets the same number of rounds.
+            for round in 1...options.rounds {
+                try touchdRound(round, executable: touchd, into: &touchdSamples)
+                try libinputRound(round, into: &libinputSamples)
+                if let other = options.otherTouchd {
+                    try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
+                }
+            }
+        } catch {
+            record("sequence", "stopped: \(error.reason)")
+        }
+        panel?.destroy()
+        target.stop()
+        notify.stop()
+        judge(touchd: touchdSamples, libinput: libinputSamples)
+        if options.otherTouchd != nil { compareOther(otherSamples, touchd: touchdSamples, libinput: libinputSamples) }
+        for note in notes { Console.line("note: \(note)") }
+        let failed = results.filter { $0.failure != nil }
+        for (name, failure) in results {
+            Console.line(failure.map { "FAIL \(name): \($0)" } ?? "PASS \(name)")
+        }
+        Console.line("compare-libinput: \(results.count - failed.count)/\(results.count) checks passed")
+        scratch.remove()
+        return failed.isEmpty ? 0 : 1
+    }
+
+    // MARK: - Rounds
+
+    private func touchdRound(
+        _ number: Int, executable: String, label: String = "touchd", into samples: inout Samples
+    ) throws(Abort) {
+        let cursor = notify.inbox.count
+        let daemon = try attempt { () throws(DriverError) in
+            try Daemon(
+                executable: executable, arguments: ["run", "--config", configPath, "--log-level", options.logLevel],
+                environment: ["NOTIFY_SOCKET": notify.path], removing: Scenario.scrubbedEnvironment,
+                echoPrefix: options.verbose ? "touchd| " : nil)
+        }
+        currentDaemon.withLock { $0 = daemon }
+        defer {
+            daemon.killAndReap()
+            currentDaemon.withLock { $0 = nil }
+        }
+        let ready = poll(until: monotonicNow() + Limits.readiness) {
+            notify.inbox.first(from: cursor) { $0.value("STATUS")?.hasPrefix("1 touchscreen") == true }
+        }
+        guard ready != nil else {
+            daemon.printTail(40)
+            throw Abort("touchd did not report the panel in its status (round \(number))")
+        }
+        sleep(microseconds: 300_000)
+        let messages = target.inbox.count
+        let taps = try tapRound()
+        sleep(microseconds: 500_000)  // the last lift's message
+        let arrived = target.inbox.since(messages)
+        var round: [Int64] = []
+        var lowerBound = 0
+        for tap in taps {
+            for (event, timing) in [("touchDown", tap.down), ("touchUpInside", tap.up)] {
+                guard
+                    let index = arrived.indices.dropFirst(lowerBound).first(where: {
+                        arrived[$0].event == event && arrived[$0].control == tap.control
+                            && arrived[$0].arrival >= timing.beforeReport
+                    })
+                else {
+                    samples.missing += 1
+                    continue
+                }
+                lowerBound = index + 1
+                round.append(Int64(arrived[index].arrival) - Int64(timing.beforeReport))
+            }
+        }
+        samples.values += round
+        // Stopping makes touchd log its own figures for this round: where the time went inside it.
+        daemon.send(SIGTERM)
+        _ = daemon.waitForExit(until: monotonicNow() + Limits.stop)
+        daemon.waitForOutputEnd(until: monotonicNow() + 2_000_000)
+        let figures = daemon.output.all.reversed().lazy.compactMap(ProcessingLatencyLine.init).first
+        let kernelToSocket = arrived.compactMap { message -> Int64? in
+            guard message.event == "touchDown" || message.event == "touchUpInside",
+                let time = message.timeMicroseconds
+            else { return nil }
+            return Int64(message.arrival) - Int64(time)
+        }
+        notes.append(
+            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); kernel event → socket "
+                + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
+                + (figures.map {
+                    "kernel event → executor p50=\($0.p50.map(String.init) ?? "?")µs, of which poll returned → "
+                        + "executor p50=\($0.figure("handling_p50_us").map(String.init) ?? "?")µs"
+                } ?? "no processing latency line"))
+    }
+
+    private func libinputRound(_ number: Int, into samples: inout Samples) throws(Abort) {
+        let events = try attempt { () throws(DriverError) in
+            try Daemon(
+                executable: "/usr/bin/stdbuf", arguments: ["-oL", "/usr/bin/libinput", "debug-events"],
+                environment: [:], removing: Scenario.scrubbedEnvironment,
+                echoPrefix: options.verbose ? "events| " : nil, published: false)
+        }
+        defer { events.killAndReap() }
+        let added = poll(until: monotonicNow() + Limits.readiness) {
+            events.output.first(from: 0) { $0.contains("DEVICE_ADDED") && $0.contains(Self.panelName) }
+        }
+        guard added != nil else {
+            throw Abort("libinput debug-events did not list the panel (round \(number)): \(events.tail(20))")
+        }
+        sleep(microseconds: 300_000)
+        let cursor = events.output.count
+        let taps = try tapRound()
+        sleep(microseconds: 500_000)
+        let lines = events.output.since(cursor)
+        let arrivals = events.arrivals.since(cursor)
+        var round: [Int64] = []
+        var lowerBound = 0
+        for tap in taps {
+            for (type, timing) in [("TOUCH_DOWN", tap.down), ("TOUCH_UP", tap.up)] {
+                guard
+                    let index = lines.indices.dropFirst(lowerBound).first(where: {
+                        $0 < arrivals.count && Self.type(of: lines[$0]) == type && arrivals[$0] >= timing.beforeReport
+                    })
+                else {
+                    samples.missing += 1
+                    continue
+                }
+                lowerBound = index + 1
+                round.append(Int64(arrivals[index]) - Int64(timing.beforeReport))
+            }
+        }
+        samples.values += round
+        notes.append("libinput debug-events round \(number): \(Percentiles(round).map(\.description) ?? "no samples")")
+    }
+
+    /// The second field of a debug-events line (` event3   TOUCH_DOWN       +1.234s …`), or nil.
+    static func type(of line: String) -> String? {
+        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        guard fields.count >= 2 else { return nil }
+        return String(fields[1])
+    }
+
+    /// `options.taps` taps, alternating between buttons a and b and between two points on each (141 px apart, more
+    /// than the 45 px repeat slop, so no tap is a repeat of the one before on the same control): 30 ms down, 150 ms
+    /// between taps. The driver only sleeps meanwhile.
+    private func tapRound() throws(Abort) -> [Tap] {
+        let points: [(control: String, x: Int, y: Int)] = [
+            ("a", 150, 150), ("b", 650, 150), ("a", 250, 250), ("b", 750, 250),
+        ]
+        guard let panel else { throw Abort("no panel") }
+        var taps: [Tap] = []
+        let start = monotonicNow() + 10_000
+        for index in 0..<options.taps {
+            let point = points[index % points.count]
+            let due = start + Microseconds(index) * 180_000
+            sleep(until: due)
+            let down = try attempt { () throws(DriverError) in
+                try panel.write([.down(slot: 0, x: point.x, y: point.y)])
+            }
+            sleep(until: due + 30_000)
+            let up = try attempt { () throws(DriverError) in try panel.write([.up(slot: 0)]) }
+            taps.append(Tap(control: point.control, down: down, up: up))
+        }
+        return taps
+    }
+
+    // MARK: - The verdict
+
+    private func judge(touchd: Samples, libinput: Samples) {
+        let wanted = options.taps * options.rounds * 2
+        let enough = 40
+        record(
+            "at least \(enough) touch-down/up messages from each reader",
+            touchd.values.count >= enough && libinput.values.count >= enough
+                ? nil
+                : "touchd \(touchd.values.count) (missing \(touchd.missing)), libinput debug-events "
+                    + "\(libinput.values.count) (missing \(libinput.missing)), of \(wanted) each")
+        guard let ours = touchd.median, let theirs = libinput.median, theirs > 0 else {
+            record("latency ratio measured", "no samples to compare")
+            return
+        }
+        let ratio = Double(ours) / Double(theirs)
+        let text =
+            "latency, uinput write → arrival: touchd socket target median \(ours) µs "
+            + "(\(Percentiles(touchd.values)!), missing \(touchd.missing)); libinput debug-events median \(theirs) µs "
+            + "(\(Percentiles(libinput.values)!), missing \(libinput.missing)); \(options.rounds) rounds each of "
+            + "\(options.taps) taps, alternating; median ratio \(Self.format(ratio))"
+        Console.line("latency-ratio: \(Self.format(ratio)) touchd_p50_us=\(ours) libinput_p50_us=\(theirs)")
+        notes.append(text)
+        if let limit = options.maximumRatio {
+            record(
+                "median latency ratio at most \(Self.format(limit))",
+                ratio <= limit ? nil : "\(Self.format(ratio)) > \(Self.format(limit)): \(text)")
+        } else {
+            notes.append(
+                "the target is a ratio of at most 1.2: \(ratio <= 1.2 ? "met" : "NOT met") in this run "
+                    + "(reported only; --max-ratio makes it a check)")
+        }
+    }
+
+    /// `--also-touchd`: a second touchd (another build) measured in the same boot, in rounds of its own.
+    private func compareOther(_ other: Samples, touchd: Samples, libinput: Samples) {
+        guard let theirs = other.median, let ours = touchd.median, let floor = libinput.median, floor > 0 else {
+            record("the other touchd measured", "no samples to compare")
+            return
+        }
+        let ratio = Double(theirs) / Double(floor)
+        Console.line(
+            "latency-ratio-other: \(Self.format(ratio)) other_touchd_p50_us=\(theirs) libinput_p50_us=\(floor)")
+        notes.append(
+            "other touchd (\(options.otherTouchd ?? "")) median \(theirs) µs (\(Percentiles(other.values)!), missing "
+                + "\(other.missing)): \(Self.format(ratio))× libinput debug-events, "
+                + "\(Self.format(Double(theirs) / Double(max(ours, 1))))× the touchd under test")
+    }
+
+    static func format(_ value: Double) -> String {
+        guard value.isFinite else { return "n/a" }
+        let hundredths = (value * 100).rounded()
+        return "\(hundredths / 100)"
+    }
+
+    private func record(_ name: String, _ failure: String?) {
+        results.append((name, failure))
+    }
+
+    private func attempt<T>(_ body: () throws(DriverError) -> T) throws(Abort) -> T {
+        do {
+            return try body()
+        } catch {
+            throw Abort(error.description)
+        }
+    }
+}
