@@ -215,6 +215,9 @@ extension Scene {
     /// A recognizer recognized: the others that share its touches fail, those waiting for it to fail
     /// fail, and the controls tracking its touches are cancelled when it cancels touches.
     private mutating func didRecognize(_ index: Int, into output: inout Output) {
+        // First the application: failing the others below may release touches they delayed, which this recognizer
+        // claims (UIKit discards them rather than showing them and cancelling them).
+        if settings.app != nil { appGestureRecognized(index, into: &output) }
         let touches = recognizers[index].progress.sequence
         for other in recognizers.indices where other != index && recognizers[other].state == .possible {
             let shares = !touches.isDisjoint(with: recognizers[other].progress.sequence)
@@ -223,7 +226,6 @@ extension Scene {
                 drive(other, .fail, into: &output)
             }
         }
-        if settings.app != nil { appGestureRecognized(index, into: &output) }
         guard recognizers[index].recognizer.cancelsTouches else { return }
         for control in slots.indices {
             if let serial = slots[control].serial, touches.contains(serial) {
