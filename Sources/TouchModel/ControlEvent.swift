@@ -113,6 +113,9 @@ extension Control {
 
         /// `touchDown`, `touchDown|touchUpInside`, `allTouchEvents`, or `[]` for the empty set.
         public var description: String {
+            // One named event, what every action carries: its name, without building the list (no named mask is a
+            // single bit, so the list would hold just this name).
+            if let name { return name }
             let names = names
             return names.isEmpty ? "[]" : names.joined(separator: "|")
         }

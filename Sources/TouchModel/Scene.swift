@@ -285,6 +285,8 @@ public struct Scene: Sendable {
     /// Handles one input frame: every sample in order, at the frame's time.
     public mutating func handle(_ frame: Frame) -> Output {
         var output = Output()
+        // A touch-down or a lift makes an event and an action or two: room for them without regrowing.
+        output.entries.reserveCapacity(4)
         begin(at: frame.time, into: &output)
         if !recognizers.isEmpty {
             movesLaterInFrame = []
@@ -561,15 +563,15 @@ public struct Scene: Sendable {
     private func send(
         _ event: Control.Event, from index: Int, contact: ContactID?, location: Point?, into output: inout Output
     ) {
-        let control = slots[index].control
-        let value: Double? = control.hasValue ? control.value : nil
+        // Field by field, not a copy of the control: this runs for every event. Nothing here changes the scene (the
+        // function is not mutating), so the table walked is the one the event was sent with.
+        let value: Double? = slots[index].control.hasValue ? slots[index].control.value : nil
         output.entries.append(
             .event(
                 ControlEventRecord(
-                    time: now, control: control.id, event: event, contact: contact, location: location,
+                    time: now, control: slots[index].control.id, event: event, contact: contact, location: location,
                     state: state(at: index), value: value)))
-        // `control` is a copy: whatever an action does to the table, this dispatch walks the old one.
-        for entry in control.actions.entries where !entry.events.isDisjoint(with: event) {
+        for entry in slots[index].control.actions.entries where !entry.events.isDisjoint(with: event) {
             resolve(entry, event: event, from: index, contact: contact, location: location, value: value, into: &output)
         }
     }
@@ -578,19 +580,19 @@ public struct Scene: Sendable {
         _ entry: TargetActionTable.Entry, event: Control.Event, from index: Int, contact: ContactID?,
         location: Point?, value: Double?, into output: inout Output
     ) {
-        let control = slots[index].control
+        let id = slots[index].control.id
         var handler: (target: String, responder: Responder)?
         switch entry.target {
         case .target(let name):
-            guard checkExplicitTarget(name, action: entry.action, sender: control.id, into: &output) else { return }
-            handler = (name, .control(control.id))
+            guard checkExplicitTarget(name, action: entry.action, sender: id, into: &output) else { return }
+            handler = (name, .control(id))
         case .responderChain:
             handler = firstResponder(for: entry.action, from: index)
         }
         output.entries.append(
             .action(
                 ResolvedAction(
-                    time: now, control: control.id, event: event, action: entry.action, target: handler?.target,
+                    time: now, control: id, event: event, action: entry.action, target: handler?.target,
                     responder: handler?.responder, contact: contact, location: location, value: value)))
     }
 
@@ -622,9 +624,8 @@ public struct Scene: Sendable {
             guard let name, let target = targets[name], target.responds(to: action) else { return nil }
             return name
         }
-        if let index {
-            let control = slots[index].control
-            if let name = handles(control.target) { return (name, .control(control.id)) }
+        if let index, let name = handles(slots[index].control.target) {
+            return (name, .control(slots[index].control.id))
         }
         for group in ancestors {
             if let name = handles(groups[group].target) { return (name, .group(groups[group].id)) }

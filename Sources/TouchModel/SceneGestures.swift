@@ -59,12 +59,12 @@ extension Scene {
     /// Whether the recognizer takes new touches now: undecided, not waiting, and attached to
     /// something that can be touched (a control that is touchable, a group on the active screen).
     func isWatching(_ index: Int) -> Bool {
-        let slot = recognizers[index]
-        guard slot.state == .possible, slot.pending == nil else { return false }
-        if let control = slot.control { return isTouchable(control) }
-        guard !slot.screens.isEmpty else { return true }
+        // Field by field, not a copy of the slot: this runs for every recognizer on every touch-down.
+        guard recognizers[index].state == .possible, recognizers[index].pending == nil else { return false }
+        if let control = recognizers[index].control { return isTouchable(control) }
+        guard !recognizers[index].screens.isEmpty else { return true }
         guard let activeScreenIndex else { return false }
-        return slot.screens.contains(activeScreenIndex)
+        return recognizers[index].screens.contains(activeScreenIndex)
     }
 
     /// A touch went down: every watching recognizer whose region holds it takes it.
@@ -254,9 +254,14 @@ extension Scene {
 
     /// Whether a recognizer that delays touches ended still has to decide about this touch.
     func isLiftDelayed(_ serial: TouchSerial) -> Bool {
-        recognizers.contains {
-            $0.recognizer.delaysTouchesEnded && $0.state == .possible && $0.progress.sequence.contains(serial)
+        // By index, so that no slot is copied: this runs on every lift.
+        for index in recognizers.indices
+        where recognizers[index].recognizer.delaysTouchesEnded && recognizers[index].state == .possible
+            && recognizers[index].progress.sequence.contains(serial)
+        {
+            return true
         }
+        return false
     }
 
     /// Delivers the held lifts that no recognizer delays any more.

@@ -9,8 +9,16 @@ typealias Microseconds = UInt64
 /// Time limits. The guest runs under TCG emulation, about ten times slower than the build machine, so every limit is
 /// generous; a wait that expires is a failed check, never a hang.
 enum Limits {
+    /// `TOUCHD_E2E_TIME_SCALE=N` (1…100) multiplies the readiness and stop limits: for a touchd run under a profiler
+    /// (`scripts/vm/profile`), which starts and stops many times slower.
+    static let scale: Microseconds = {
+        guard let text = getenv("TOUCHD_E2E_TIME_SCALE").map({ String(cString: $0) }), let value = UInt64(text),
+            (1...100).contains(value)
+        else { return 1 }
+        return value
+    }()
     /// For the daemon to say READY=1 or to report a device change on the notify socket.
-    static let readiness: Microseconds = 15_000_000
+    static let readiness: Microseconds = 15_000_000 * scale
     /// For one expected message on the socket target.
     static let message: Microseconds = 5_000_000
     /// Silence that must follow a gesture's last expected message before "nothing else arrived" counts.
@@ -18,7 +26,7 @@ enum Limits {
     /// The longest a quiet period may be pushed back by messages that keep arriving.
     static let quietCeiling: Microseconds = 5_000_000
     /// For STOPPING=1 and the exit after SIGTERM.
-    static let stop: Microseconds = 10_000_000
+    static let stop: Microseconds = 10_000_000 * scale
     /// The whole run; past it the watchdog kills touchd and the driver fails.
     static let global: Microseconds = 240_000_000
     /// Between a lift and the next touch-down on the same control outside the latency run: longer than the

@@ -44,6 +44,43 @@ struct SocketTargetTests {
         }
     }
 
+    /// The message written straight into its array (what the input thread sends) is byte for byte the one built member
+    /// by member, over names that need escaping, multi-byte UTF-8, every optional field present or not, extreme
+    /// integers and awkward doubles; a message too big for the direct path goes the member-by-member way.
+    @Test func directlyWrittenMessagesMatchTheMemberByMemberOnes() {
+        let names = [
+            "", "pay", "say \"hi\"", #"back\slash"#, "tab\there", "bell\u{7}\u{1f}", "café ☕ 東京", "\u{10FFFF}",
+            String(repeating: "long-name ", count: 60),
+        ]
+        let doubles: [Double?] = [
+            nil, 0, -0.0, 12.5, 700, -3, 0.1, 1e15, 1e-7, 123_456_789.123, .infinity, -.infinity, .nan,
+            Double.greatestFiniteMagnitude, Double.leastNonzeroMagnitude,
+        ]
+        let times: [UInt64] = [0, 5, 1_234_567, UInt64(Int.max), UInt64.max]
+        let integers: [Int] = [0, 1, -1, 42, Int.max, Int.min]
+        var generator = SystemRandomNumberGenerator()
+        for index in 0..<3_000 {
+            let delivery = ActionDelivery(
+                action: names.randomElement(using: &generator)!, target: names[index % names.count],
+                control: names.randomElement(using: &generator)!, event: names.randomElement(using: &generator)!,
+                timeMicroseconds: times[index % times.count],
+                contact: Bool.random(using: &generator) ? integers.randomElement(using: &generator)! : nil,
+                x: doubles.randomElement(using: &generator)!, y: doubles.randomElement(using: &generator)!,
+                value: doubles.randomElement(using: &generator)!,
+                responder: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
+                gesture: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
+                device: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
+                generation: integers.randomElement(using: &generator)!)
+            let terminator: UInt8? = index % 2 == 0 ? UInt8(ascii: "\n") : nil
+            #expect(delivery.jsonBytes(terminator: terminator) == delivery.jsonLine.lineBytes(terminator: terminator))
+        }
+        let huge = ActionDelivery(
+            action: String(repeating: "\"", count: ActionDelivery.directEncodingLimit), target: "kiosk",
+            control: "pay", event: "touchUpInside", timeMicroseconds: 1, generation: 1)
+        #expect(huge.jsonBytes() == huge.jsonLine.lineBytes())
+        #expect(huge.jsonBytes().count > ActionDelivery.directEncodingLimit * 2)
+    }
+
     @Test func boundedQueueDropsItsOldestElementWhenFull() {
         var queue = BoundedQueue<Int>(capacity: 3)
         #expect(queue.append(1) == nil)

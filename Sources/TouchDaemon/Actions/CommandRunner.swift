@@ -109,15 +109,15 @@ final class CommandRunner: Sendable {
         core.configure(targets)
     }
 
-    /// Decides what to do with one delivery and returns at once; see ``submit(_:)-(some Sequence<ActionDelivery>)``.
+    /// Decides what to do with one delivery and returns at once; see ``submit(_:)-([ActionDelivery])``.
     func submit(_ delivery: ActionDelivery) {
-        submit(CollectionOfOne(delivery))
+        submit([delivery])
     }
 
     /// Decides, under one lock, what happens to each delivery, and returns at once: starts a run (on a task of its
     /// own), queues it, marks the running one for restart, or drops it (counted). A delivery for a target that is not
     /// configured is counted in `unknownTargetDeliveries`.
-    func submit(_ deliveries: some Sequence<ActionDelivery>) {
+    func submit(_ deliveries: [ActionDelivery]) {
         core.submit(deliveries)
     }
 
@@ -286,7 +286,7 @@ final class CommandRunnerCore: CommandSupervisorEvents {
         }
     }
 
-    func submit(_ deliveries: some Sequence<ActionDelivery>) {
+    func submit(_ deliveries: [ActionDelivery]) {
         let now = clock()
         let effects = state.withLock { state -> [Effect] in
             var effects: [Effect] = []

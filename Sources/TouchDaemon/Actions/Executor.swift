@@ -9,8 +9,10 @@ protocol Executor: AnyObject, Sendable {
     var kind: ExecutorKind { get }
     /// Takes the targets of its kind from a configuration: at start and after each reload taken.
     func configure(_ configuration: Configuration)
-    /// Takes deliveries for its targets and returns at once.
-    func submit(_ deliveries: some Sequence<ActionDelivery>)
+    /// Takes deliveries for its targets and returns at once. An array, not a generic sequence: called through `any
+    /// Executor`, a generic requirement runs unspecialized, and on the input thread between a touch and its message
+    /// that cost more than building the message (issue 17).
+    func submit(_ deliveries: [ActionDelivery])
     /// Finishes what is in flight within `microseconds` (flushes queued messages, or stops running commands), then
     /// lets everything go. Idempotent.
     func stop(withinMicroseconds microseconds: UInt64)
@@ -44,12 +46,24 @@ struct Executors: Sendable {
         for executor in all { executor.configure(configuration) }
     }
 
-    /// Hands each executor its deliveries, one call each, in the order they came.
-    func submit<Deliveries: Collection>(_ deliveries: Deliveries)
-    where Deliveries.Element == (delivery: ActionDelivery, executor: ExecutorKind) {
-        for executor in all where deliveries.contains(where: { $0.executor == executor.kind }) {
-            executor.submit(deliveries.lazy.filter { $0.executor == executor.kind }.map(\.delivery))
+    /// Hands each executor its deliveries, one call each, in the order they came: socket targets first, since their
+    /// messages are what a kiosk app waits for.
+    func submit(_ deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]) {
+        var socket: [ActionDelivery] = []
+        var exec: [ActionDelivery] = []
+        for (delivery, executor) in deliveries {
+            switch executor {
+            case .socket: socket.append(delivery)
+            case .exec: exec.append(delivery)
+            }
         }
+        submit(sockets: socket, commands: exec)
+    }
+
+    /// The same, already sorted by executor.
+    func submit(sockets socket: [ActionDelivery], commands exec: [ActionDelivery]) {
+        if !socket.isEmpty { sockets.submit(socket) }
+        if !exec.isEmpty { commands.submit(exec) }
     }
 
     /// Stops them all, in order. `commandsMayFinishWithin`: how long running commands may go on by themselves before

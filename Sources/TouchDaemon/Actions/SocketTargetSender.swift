@@ -113,7 +113,7 @@ final class SocketTargetSender: Sendable {
     /// `stop` has begun, deliveries are dropped and counted. Wakes the sender thread only when the queue was empty:
     /// otherwise it already knows there is work.
     func submit(_ delivery: ActionDelivery) {
-        submit(CollectionOfOne(delivery))
+        submit([delivery])
     }
 
     /// Sends or queues several deliveries under one lock and wakes the sender thread at most once, and only when
@@ -125,68 +125,42 @@ final class SocketTargetSender: Sendable {
     /// fails, the message is queued as if it had never been tried, and the sender thread meets the same condition
     /// and handles it as it does for its own writes (waiting for room, reconnecting, dropping an oversized
     /// datagram). Either way direct sends to that target stop until the sender thread opens them again.
-    func submit(_ deliveries: some Sequence<ActionDelivery>) {
+    ///
+    /// Each delivery looks its target up once in the entries and once in the counters: this runs on the input
+    /// thread between a touch and its message (issue 17).
+    func submit(_ deliveries: [ActionDelivery]) {
         let wake = core.state.withLock { state -> Bool in
             var wake = false
             for delivery in deliveries {
                 guard case .running = state.phase else {
-                    if state.statistics[delivery.target] != nil {
-                        state.statistics[delivery.target]!.dropped.saturatingAdd(1)
+                    if let counters = state.statistics.index(forKey: delivery.target) {
+                        state.statistics.values[counters].dropped.saturatingAdd(1)
                     } else {
                         state.unknownTargetDeliveries.saturatingAdd(1)
                     }
                     continue
                 }
-                guard state.entries[delivery.target] != nil else {
+                guard let entry = state.entries.index(forKey: delivery.target) else {
                     state.unknownTargetDeliveries.saturatingAdd(1)
                     continue
                 }
-                if state.entries[delivery.target]!.directSocket >= 0 {
-                    switch Self.sendDirectly(delivery, in: &state.entries[delivery.target]!) {
-                    case .sent:
-                        state.statistics[delivery.target]!.sent.saturatingAdd(1)
-                        continue
-                    case .handedOver:
-                        wake = true
-                        continue
-                    case .queue:
-                        break
+                let outcome = state.entries.values[entry].accept(delivery)
+                switch outcome {
+                case .sent:
+                    state.statistics[delivery.target, default: SocketTargetStatistics()].sent.saturatingAdd(1)
+                case .handedOver:
+                    wake = true
+                case .queued(let first, let pushedOut):
+                    if first { wake = true }
+                    if pushedOut {
+                        state.statistics[delivery.target, default: SocketTargetStatistics()].dropped
+                            .saturatingAdd(1)
                     }
-                }
-                if state.entries[delivery.target]!.queue.isEmpty { wake = true }
-                if state.entries[delivery.target]!.queue.append(delivery) != nil {
-                    state.entries[delivery.target]!.overflowed.saturatingAdd(1)
-                    state.statistics[delivery.target]!.dropped.saturatingAdd(1)
                 }
             }
             return wake
         }
         if wake { UnixSocket.wake(core.wakeSender) }
-    }
-
-    private enum DirectOutcome {
-        /// Written whole.
-        case sent
-        /// Partly written: the rest is the entry's `remainder`, for the sender thread.
-        case handedOver
-        /// Not written at all: queue it.
-        case queue
-    }
-
-    /// One non-blocking send of `delivery` on the entry's direct socket, under the lock. Anything but a whole
-    /// message closes the direct path, which only the sender thread opens again.
-    private static func sendDirectly(
-        _ delivery: ActionDelivery, in entry: inout SocketSenderCore.Entry
-    ) -> DirectOutcome {
-        let bytes = SocketSenderCore.message(delivery, for: entry.target)
-        let result = UnixSocket.send(entry.directSocket, bytes, from: 0)
-        if case .sent(let count) = result, count == bytes.count { return .sent }
-        entry.directSocket = -1
-        if case .sent(let count) = result, count > 0 {
-            entry.remainder = SocketSenderCore.Remainder(bytes: bytes, written: count)
-            return .handedOver
-        }
-        return .queue
     }
 
     /// Sends what is queued for at most `flushTimeoutMicroseconds` (counting what cannot be sent in time as
@@ -261,6 +235,36 @@ final class SocketSenderCore: Sendable {
         var directSocket: Int32 = -1
         /// What is left of a stream message a direct send wrote only part of: the sender thread writes it first.
         var remainder: Remainder?
+
+        /// What ``accept(_:)`` did with a delivery.
+        enum Accepted {
+            /// Written whole on the direct socket.
+            case sent
+            /// Partly written on the direct socket: the rest is `remainder`, for the sender thread.
+            case handedOver
+            /// Queued for the sender thread; `first`: the queue was empty (the thread must be woken); `pushedOut`:
+            /// the queue was full and dropped its oldest message.
+            case queued(first: Bool, pushedOut: Bool)
+        }
+
+        /// Sends `delivery` directly when the direct path is open, else queues it. Called under the lock. Anything
+        /// but a whole message closes the direct path, which only the sender thread opens again.
+        mutating func accept(_ delivery: ActionDelivery) -> Accepted {
+            if directSocket >= 0 {
+                let bytes = SocketSenderCore.message(delivery, for: target)
+                let result = UnixSocket.send(directSocket, bytes, from: 0)
+                if case .sent(let count) = result, count == bytes.count { return .sent }
+                directSocket = -1
+                if case .sent(let count) = result, count > 0 {
+                    remainder = Remainder(bytes: bytes, written: count)
+                    return .handedOver
+                }
+            }
+            let first = queue.isEmpty
+            let pushedOut = queue.append(delivery) != nil
+            if pushedOut { overflowed.saturatingAdd(1) }
+            return .queued(first: first, pushedOut: pushedOut)
+        }
     }
 
     /// A message with how much of it went out.

@@ -30,6 +30,9 @@ final class LibinputContext {
     private let monitor: OpaquePointer?
     /// The devices libinput announced and has not removed yet, each holding one reference.
     private(set) var devices: [OpaquePointer: DeviceInfo] = [:]
+    /// Each of `devices`' ids alone: a touch event needs only that, and copying a whole `DeviceInfo` per event cost
+    /// more than decoding it.
+    private var deviceIDs: [OpaquePointer: Int] = [:]
     private var nextDeviceID = 1
 
     /// The seat whose devices this context reads.
@@ -171,6 +174,7 @@ final class LibinputContext {
             relay.logger.warning("libinput_dispatch failed", metadata: ["errno": "\(Self.errnoText())"])
         }
         var events: [InputEvent] = []
+        events.reserveCapacity(8)  // a frame of two contacts, without regrowing
         // libinput logs SYN_DROPPED while it reads the device, before it queues the resynced events.
         if relay.synDropped.load(ordering: .relaxed) != droppedBefore { events.append(.eventsLost(device: nil)) }
         while let event = libinput_get_event(libinput) {
@@ -188,6 +192,7 @@ final class LibinputContext {
             let info = describe(device)
             libinput_device_ref(device)
             devices[device] = info
+            deviceIDs[device] = info.id
             if !info.isTouchscreen {
                 // Keyboards and mice on the seat are none of touchd's business: libinput stops reading them (it
                 // closes them where it can) instead of decoding events that would be thrown away.
@@ -197,12 +202,13 @@ final class LibinputContext {
             return .deviceAdded(info)
         case LIBINPUT_EVENT_DEVICE_REMOVED:
             guard let info = devices.removeValue(forKey: device) else { return nil }
+            deviceIDs[device] = nil
             libinput_device_unref(device)
             return .deviceRemoved(id: info.id)
         case LIBINPUT_EVENT_TOUCH_DOWN, LIBINPUT_EVENT_TOUCH_MOTION, LIBINPUT_EVENT_TOUCH_UP,
             LIBINPUT_EVENT_TOUCH_CANCEL, LIBINPUT_EVENT_TOUCH_FRAME:
-            guard let info = devices[device], let touch = libinput_event_get_touch_event(event) else { return nil }
-            return .touch(decodeTouch(touch, type: type, device: info.id))
+            guard let id = deviceIDs[device], let touch = libinput_event_get_touch_event(event) else { return nil }
+            return .touch(decodeTouch(touch, type: type, device: id))
         default:
             return nil
         }

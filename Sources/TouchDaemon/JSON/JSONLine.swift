@@ -20,7 +20,7 @@ struct JSONLine {
 
     mutating func add(_ key: String, _ value: Int) {
         separate(key)
-        text += String(value).utf8
+        JSONLine.appendInteger(value, to: &text)
     }
 
     mutating func add(_ key: String, _ value: Bool) {
@@ -63,9 +63,11 @@ struct JSONLine {
 
     var line: String { String(decoding: lineBytes(), as: UTF8.self) }
 
-    /// The object as UTF-8, followed by `terminator` when given (a stream target's newline).
-    func lineBytes(terminator: UInt8? = nil) -> [UInt8] {
+    /// The object as UTF-8, followed by `terminator` when given (a stream target's newline). Consuming, so the bytes
+    /// are completed where they are instead of copied.
+    consuming func lineBytes(terminator: UInt8? = nil) -> [UInt8] {
         var bytes = text
+        text = []
         bytes.append(UInt8(ascii: "}"))
         if let terminator { bytes.append(terminator) }
         return bytes
@@ -102,10 +104,39 @@ struct JSONLine {
         text += String(decoding: bytes, as: UTF8.self)
     }
 
+    /// `value` in decimal, written digit by digit into `text` (no intermediate `String`).
+    static func appendInteger(_ value: Int, to text: inout [UInt8]) {
+        if value < 0 { text.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        // UInt.max has 20 digits.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            text.append(contentsOf: digits[start..<20])
+        }
+    }
+
     /// `value` as a JSON string: quotes, backslashes and control characters escaped, everything else (multi-byte
-    /// UTF-8 sequences included, whose bytes are all 0x80 or above) as it is.
+    /// UTF-8 sequences included, whose bytes are all 0x80 or above) as it is. A string with nothing to escape (every
+    /// key and nearly every value) is copied in one piece.
     static func appendString(_ value: String, to text: inout [UInt8]) {
         text.append(UInt8(ascii: "\""))
+        let copied =
+            value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+                for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    return false
+                }
+                text.append(contentsOf: bytes)
+                return true
+            } ?? false
+        if copied {
+            text.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): text += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]

@@ -25,9 +25,11 @@ final class Daemon {
     private(set) var handling = LatencyHistogram()
     /// When `poll` last returned.
     private var wokeAt: UInt64 = 0
-    /// Deliveries of the current batch, handed over together by ``handOver()``: `executor` says which executor takes
-    /// each, `fromInput` whether its time is an input event's (and so counts in the processing-time figures).
-    private var outbox: [(delivery: ActionDelivery, executor: ExecutorKind, fromInput: Bool)] = []
+    /// Deliveries of the current batch for socket targets and for commands, handed over together by ``handOver()``.
+    private var socketOutbox: [ActionDelivery] = []
+    private var commandOutbox: [ActionDelivery] = []
+    /// The libinput times of the batch's deliveries that input caused, for the processing-time figures.
+    private var inputTimes: [UInt64] = []
     private var nextWatchdog: UInt64?
     /// The control socket's server; nil when `[control_socket] enabled = false` or it could not be set up.
     let control: (any ControlChannel)?
@@ -144,7 +146,11 @@ final class Daemon {
                     rescanIfNoTouchscreen()
                 }
             }
-            if descriptors[0].revents != 0 { perform(engine.handle(input.dispatch(), now: wokeAt)) }
+            if descriptors[0].revents != 0 {
+                perform(engine.handle(input.dispatch(), now: wokeAt))
+                // At once, before the loop's other work: a tap's message is what the kiosk app waits for (issue 17).
+                handOver()
+            }
             if let index = monitorIndex, descriptors[index].revents != 0 {
                 // An input device came or went. libinput got the same uevent at the same moment: dispatch it first so
                 // that a device it takes is known before the comparison.
@@ -184,7 +190,11 @@ final class Daemon {
         for effect in effects {
             switch effect {
             case .deliver(let delivery, let executor, let fromInput):
-                outbox.append((delivery, executor, fromInput))
+                switch executor {
+                case .socket: socketOutbox.append(delivery)
+                case .exec: commandOutbox.append(delivery)
+                }
+                if fromInput { inputTimes.append(delivery.timeMicroseconds) }
             case .control(let message):
                 controlOutbox.append(message)
             case .log(let level, let message, let metadata):
@@ -225,20 +235,23 @@ final class Daemon {
 
     /// Hands the batch's deliveries to the socket sender and the command runner, one call each (neither blocks), and
     /// records how long each input event took to get here: from its libinput timestamp (processing) and from `poll`
-    /// returning (handling).
+    /// returning (handling). The socket targets' messages go first, the figures are recorded after them.
     private func handOver() {
+        if !socketOutbox.isEmpty || !commandOutbox.isEmpty {
+            let now = monotonicMicroseconds()
+            executors.submit(sockets: socketOutbox, commands: commandOutbox)
+            socketOutbox.removeAll(keepingCapacity: true)
+            commandOutbox.removeAll(keepingCapacity: true)
+            for time in inputTimes {
+                processing.record(now.saturatingSubtract(time))
+                handling.record(now.saturatingSubtract(wokeAt))
+            }
+            inputTimes.removeAll(keepingCapacity: true)
+        }
         if !controlOutbox.isEmpty {
             control?.post(controlOutbox)
             controlOutbox.removeAll(keepingCapacity: true)
         }
-        guard !outbox.isEmpty else { return }
-        let now = monotonicMicroseconds()
-        for (delivery, _, fromInput) in outbox where fromInput {
-            processing.record(now.saturatingSubtract(delivery.timeMicroseconds))
-            handling.record(now.saturatingSubtract(wokeAt))
-        }
-        executors.submit(outbox.lazy.map { (delivery: $0.delivery, executor: $0.executor) })
-        outbox.removeAll(keepingCapacity: true)
     }
 
     /// Answers every waiting control note; the responses and the events they cause go out with the batch's hand-over.

@@ -1,0 +1,116 @@
+/// Writes one JSON message straight into the storage of the array that will be sent, for the messages the input
+/// thread builds between a touch and its socket target (issue 17): a fixed key is one copy of a static string, a
+/// string with nothing to escape one copy of its UTF-8, a number its digits, with no intermediate array or string.
+///
+/// The caller gives an upper bound of the bytes it will write (``bound(strings:numbers:fixed:)``); every write checks
+/// it, so a wrong bound stops the process at the write rather than corrupting memory, and the bound's arithmetic
+/// saturates, so no input can make it wrap.
+struct JSONBytes: ~Copyable {
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private(set) var count = 0
+
+    /// The most bytes a number takes: 20 digits and a sign for an integer; a `Double`'s shortest form is shorter.
+    static let numberBound = 32
+
+    /// An upper bound for a message of `strings` strings of `stringBytes` UTF-8 bytes in all (each quoted, every byte
+    /// escaped at worst as `\u00XX`), `numbers` numbers and `fixed` bytes of keys and punctuation. Saturates.
+    static func bound(stringBytes: Int, strings: Int, numbers: Int, fixed: Int) -> Int {
+        let (escaped, escapedOverflow) = stringBytes.multipliedReportingOverflow(by: 6)
+        let (quotes, quotesOverflow) = strings.multipliedReportingOverflow(by: 2)
+        let (digits, digitsOverflow) = numbers.multipliedReportingOverflow(by: numberBound)
+        guard !escapedOverflow, !quotesOverflow, !digitsOverflow else { return Int.max }
+        return fixed.addingSaturating(escaped).addingSaturating(quotes).addingSaturating(digits)
+    }
+
+    /// Builds an array of at most `capacity` bytes with `body`.
+    static func build(capacity: Int, _ body: (inout JSONBytes) -> Void) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            var writer = JSONBytes(base: buffer.baseAddress!, capacity: buffer.count)
+            body(&writer)
+            initialized = writer.count
+        }
+    }
+
+    private init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
+    }
+
+    private mutating func reserve(_ length: Int) -> UnsafeMutablePointer<UInt8> {
+        precondition(length <= capacity - count, "JSONBytes: the message outgrew its bound")
+        defer { count += length }
+        return base + count
+    }
+
+    mutating func byte(_ value: UInt8) {
+        reserve(1).pointee = value
+    }
+
+    /// Text known at compile time, written as it is: keys with their quotes and punctuation, e.g. `,"target":`.
+    mutating func raw(_ text: StaticString) {
+        let length = text.utf8CodeUnitCount
+        reserve(length).update(from: text.utf8Start, count: length)
+    }
+
+    /// Bytes written as they are (already JSON).
+    mutating func raw(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        reserve(bytes.count).update(from: source, count: bytes.count)
+    }
+
+    /// `value` as a JSON string, escaped as ``JSONLine/appendString(_:to:)-([UInt8])`` escapes it.
+    mutating func string(_ value: String) {
+        var contiguous = value
+        contiguous.withUTF8 { bytes in
+            if !bytes.contains(where: JSONBytes.needsEscape) {
+                byte(UInt8(ascii: "\""))
+                raw(bytes)
+                byte(UInt8(ascii: "\""))
+                return
+            }
+            var escaped: [UInt8] = []
+            JSONLine.appendString(value, to: &escaped)
+            escaped.withUnsafeBufferPointer { raw($0) }
+        }
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    /// `value` in decimal.
+    mutating func integer(_ value: Int) {
+        if value < 0 { byte(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits = 1
+        var scan = magnitude
+        while scan >= 10 {
+            scan /= 10
+            digits += 1
+        }
+        let start = reserve(digits)
+        var index = digits
+        repeat {
+            index -= 1
+            start[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+    }
+
+    /// A finite number as ``JSONLine`` writes it (whole numbers without a fraction), else `null`.
+    mutating func number(_ value: Double) {
+        guard value.isFinite else { return raw("null") }
+        if value == value.rounded(), abs(value) < 1e15, let whole = Int(exactly: value) { return integer(whole) }
+        var text = "\(value)"
+        text.withUTF8 { raw($0) }
+    }
+}
+
+extension Int {
+    /// `self + other`, sticking at `Int.max` (both are never negative here).
+    func addingSaturating(_ other: Int) -> Int {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? Int.max : sum
+    }
+}
