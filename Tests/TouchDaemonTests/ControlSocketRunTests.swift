@@ -68,9 +68,11 @@ struct ControlSocketRunTests {
         let fixture: RunCommandTests.Fixture
         let daemon: RunCommandTests.Daemon
         let target: DatagramReceiver
+        /// Holds the target's socket; removed with the daemon.
+        let directory: URL
 
         init(configuration: String = ControlSocketRunTests.configuration) throws {
-            let directory = try TestSupport.makeTemporaryDirectory()
+            directory = try TestSupport.makeTemporaryDirectory()
             let targetPath = directory.appendingPathComponent("kiosk.sock").path
             target = try DatagramReceiver(path: targetPath)
             fixture = try RunCommandTests.Fixture(
@@ -81,6 +83,7 @@ struct ControlSocketRunTests {
 
         deinit {
             if daemon.process.isRunning { daemon.signal(SIGKILL) }
+            try? FileManager.default.removeItem(at: directory)
         }
 
         func connect() throws -> ControlClient {
