@@ -1,6 +1,6 @@
 // Linux interfaces that Swift's Glibc module does not import: signalfd(2) for the input loop's signals and
-// eventfd(2) for waking executor threads, prctl(2) to name threads, and tgkill(2) and sigaction(2) for
-// SignalChannel's forwarding handler. Header-only; the daemon's Services and Actions layers import it.
+// eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, and tgkill(2) and
+// sigaction(2) for SignalChannel's forwarding handler. Header-only; the daemon's Services and Actions layers import it.
 #ifndef TOUCHD_CLINUX_SHIM_H
 #define TOUCHD_CLINUX_SHIM_H
 
@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,6 +22,11 @@ static inline int touchd_set_thread_name(const char *name) {
 /// The calling thread's kernel id (gettid(2)).
 static inline int touchd_gettid(void) {
     return (int)syscall(SYS_gettid);
+}
+
+/// The calling thread's resource usage (getrusage(2) with RUSAGE_THREAD, which needs _GNU_SOURCE).
+static inline int touchd_thread_rusage(struct rusage *usage) {
+    return getrusage(1 /* RUSAGE_THREAD */, usage);
 }
 
 /// Sends `signal` to thread `tid` of process `tgid` (tgkill(2)). Async-signal-safe.

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import Logging
 import TouchModel
@@ -325,6 +326,13 @@ final class Daemon {
         // From libinput's event timestamp to the executor (the contract's figure), and the in-process part of it.
         var latency = processing.summary.mapValues { Logger.MetadataValue.string($0) }
         for (key, value) in handling.summary where key != "samples" { latency["handling_\(key)"] = .string(value) }
+        // The input thread's own page faults and context switches over its life: what its work costs the kernel.
+        var usage = rusage()
+        if touchd_thread_rusage(&usage) == 0 {
+            latency["input_thread_minor_faults"] = "\(usage.ru_minflt)"
+            latency["input_thread_voluntary_switches"] = "\(usage.ru_nvcsw)"
+            latency["input_thread_involuntary_switches"] = "\(usage.ru_nivcsw)"
+        }
         logger.info("processing latency", metadata: latency)
         let statistics = engine.statistics
         logger.info(
