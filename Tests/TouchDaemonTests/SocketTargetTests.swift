@@ -44,9 +44,9 @@ struct SocketTargetTests {
         }
     }
 
-    /// The message written straight into its array (what the input thread sends) is byte for byte the one built member
-    /// by member, over names that need escaping, multi-byte UTF-8, every optional field present or not, extreme
-    /// integers and awkward doubles; a message too big for the direct path goes the member-by-member way.
+    /// The message written straight into its array (what the input thread sends) is byte for byte the one `JSONLine`
+    /// builds member by member, over names that need escaping, multi-byte UTF-8, every optional field present or not,
+    /// extreme integers, awkward doubles and a name of 64 KiB of quotes.
     @Test func directlyWrittenMessagesMatchTheMemberByMemberOnes() {
         let names = [
             "", "pay", "say \"hi\"", #"back\slash"#, "tab\there", "bell\u{7}\u{1f}", "café ☕ 東京", "\u{10FFFF}",
@@ -72,13 +72,31 @@ struct SocketTargetTests {
                 device: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
                 generation: integers.randomElement(using: &generator)!)
             let terminator: UInt8? = index % 2 == 0 ? UInt8(ascii: "\n") : nil
-            #expect(delivery.jsonBytes(terminator: terminator) == delivery.jsonLine.lineBytes(terminator: terminator))
+            #expect(delivery.jsonBytes(terminator: terminator) == Self.reference(delivery, terminator: terminator))
         }
         let huge = ActionDelivery(
-            action: String(repeating: "\"", count: ActionDelivery.directEncodingLimit), target: "kiosk",
-            control: "pay", event: "touchUpInside", timeMicroseconds: 1, generation: 1)
-        #expect(huge.jsonBytes() == huge.jsonLine.lineBytes())
-        #expect(huge.jsonBytes().count > ActionDelivery.directEncodingLimit * 2)
+            action: String(repeating: "\"", count: 1 << 16), target: "kiosk", control: "pay", event: "touchUpInside",
+            timeMicroseconds: 1, generation: 1)
+        #expect(huge.jsonBytes() == Self.reference(huge, terminator: nil))
+    }
+
+    /// A delivery's message built member by member with `JSONLine`, in the documented order.
+    private static func reference(_ delivery: ActionDelivery, terminator: UInt8?) -> [UInt8] {
+        var line = JSONLine()
+        line.add("action", delivery.action)
+        line.add("target", delivery.target)
+        line.add("control", delivery.control)
+        line.add("event", delivery.event)
+        line.add("time_us", Int(clamping: delivery.timeMicroseconds))
+        if let contact = delivery.contact { line.add("contact", contact) }
+        if let x = delivery.x { line.add("x", x) }
+        if let y = delivery.y { line.add("y", y) }
+        if let value = delivery.value { line.add("value", value) }
+        if let responder = delivery.responder { line.add("responder", responder) }
+        if let gesture = delivery.gesture { line.add("gesture", gesture) }
+        if let device = delivery.device { line.add("device", device) }
+        line.add("generation", delivery.generation)
+        return line.lineBytes(terminator: terminator)
     }
 
     @Test func boundedQueueDropsItsOldestElementWhenFull() {

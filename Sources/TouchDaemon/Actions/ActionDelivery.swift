@@ -38,8 +38,8 @@ struct ActionDelivery: Hashable, Sendable {
     /// The message as a socket target gets it: the JSON object in UTF-8, with `terminator` (a stream's newline).
     ///
     /// Written straight into the array that is sent (``JSONBytes``): this runs on the input thread for every action,
-    /// between the touch and its message (issue 17). The same bytes as ``jsonLine``, which a message too big for
-    /// that (a name of megabytes) still goes through.
+    /// between the touch and its message (issue 17). The array is allocated once, at the bound of the message's size
+    /// (every string byte escaped at worst).
     func jsonBytes(terminator: UInt8? = nil) -> [UInt8] {
         let stringBytes = action.utf8.count.addingSaturating(target.utf8.count)
             .addingSaturating(control.utf8.count).addingSaturating(event.utf8.count)
@@ -47,75 +47,23 @@ struct ActionDelivery: Hashable, Sendable {
             .addingSaturating(device?.utf8.count ?? 0)
         // Keys, commas, braces and the terminator: under 160 bytes; 3 integers and 3 doubles at most.
         let capacity = JSONBytes.bound(stringBytes: stringBytes, strings: 7, numbers: 6, fixed: 192)
-        guard capacity <= Self.directEncodingLimit else { return jsonLine.lineBytes(terminator: terminator) }
         return JSONBytes.build(capacity: capacity) { out in
-            out.raw(#"{"action":"#)
-            out.string(action)
-            out.raw(#","target":"#)
-            out.string(target)
-            out.raw(#","control":"#)
-            out.string(control)
-            out.raw(#","event":"#)
-            out.string(event)
-            out.raw(#","time_us":"#)
-            out.integer(Int(clamping: timeMicroseconds))
-            if let contact {
-                out.raw(#","contact":"#)
-                out.integer(contact)
-            }
-            if let x {
-                out.raw(#","x":"#)
-                out.number(x)
-            }
-            if let y {
-                out.raw(#","y":"#)
-                out.number(y)
-            }
-            if let value {
-                out.raw(#","value":"#)
-                out.number(value)
-            }
-            if let responder {
-                out.raw(#","responder":"#)
-                out.string(responder)
-            }
-            if let gesture {
-                out.raw(#","gesture":"#)
-                out.string(gesture)
-            }
-            if let device {
-                out.raw(#","device":"#)
-                out.string(device)
-            }
-            out.raw(#","generation":"#)
-            out.integer(generation)
+            out.member(#"{"action":"#, action)
+            out.member(#","target":"#, target)
+            out.member(#","control":"#, control)
+            out.member(#","event":"#, event)
+            out.member(#","time_us":"#, Int(clamping: timeMicroseconds))
+            out.member(#","contact":"#, contact)
+            out.member(#","x":"#, x)
+            out.member(#","y":"#, y)
+            out.member(#","value":"#, value)
+            out.member(#","responder":"#, responder)
+            out.member(#","gesture":"#, gesture)
+            out.member(#","device":"#, device)
+            out.member(#","generation":"#, generation)
             out.byte(UInt8(ascii: "}"))
             if let terminator { out.byte(terminator) }
         }
-    }
-
-    /// Above this bound a message is built by ``jsonLine`` instead of in one allocation of the bound's size.
-    static let directEncodingLimit = 1 << 16
-
-    /// The message built member by member: the reference ``jsonBytes(terminator:)`` matches.
-    var jsonLine: JSONLine {
-        var line = JSONLine()
-        line.add("action", action)
-        line.add("target", target)
-        line.add("control", control)
-        line.add("event", event)
-        // A monotonic clock in microseconds stays below Int.max for 292,000 years; clamping keeps a bogus time from
-        // trapping.
-        line.add("time_us", Int(clamping: timeMicroseconds))
-        if let contact { line.add("contact", contact) }
-        if let x { line.add("x", x) }
-        if let y { line.add("y", y) }
-        if let value { line.add("value", value) }
-        if let responder { line.add("responder", responder) }
-        if let gesture { line.add("gesture", gesture) }
-        if let device { line.add("device", device) }
-        line.add("generation", generation)
-        return line
     }
 }
 

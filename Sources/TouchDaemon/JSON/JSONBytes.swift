@@ -79,6 +79,25 @@ struct JSONBytes: ~Copyable {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
+    /// `key` (its quotes, colon and the comma before it, as written) and `value`; nothing when `value` is nil.
+    mutating func member(_ key: StaticString, _ value: String?) {
+        guard let value else { return }
+        raw(key)
+        string(value)
+    }
+
+    mutating func member(_ key: StaticString, _ value: Int?) {
+        guard let value else { return }
+        raw(key)
+        integer(value)
+    }
+
+    mutating func member(_ key: StaticString, _ value: Double?) {
+        guard let value else { return }
+        raw(key)
+        number(value)
+    }
+
     /// `value` in decimal.
     mutating func integer(_ value: Int) {
         if value < 0 { byte(UInt8(ascii: "-")) }
