@@ -63,7 +63,7 @@ struct JSONBytes: ~Copyable {
     mutating func string(_ value: String) {
         var contiguous = value
         contiguous.withUTF8 { bytes in
-            if !bytes.contains(where: JSONBytes.needsEscape) {
+            if !bytes.contains(where: JSONLine.needsEscape) {
                 byte(UInt8(ascii: "\""))
                 raw(bytes)
                 byte(UInt8(ascii: "\""))
@@ -73,10 +73,6 @@ struct JSONBytes: ~Copyable {
             JSONLine.appendString(value, to: &escaped)
             escaped.withUnsafeBufferPointer { raw($0) }
         }
-    }
-
-    private static func needsEscape(_ byte: UInt8) -> Bool {
-        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     /// `key` (its quotes, colon and the comma before it, as written) and `value`; nothing when `value` is nil.
@@ -117,11 +113,9 @@ struct JSONBytes: ~Copyable {
         } while magnitude > 0
     }
 
-    /// A finite number as ``JSONLine`` writes it (whole numbers without a fraction), else `null`.
+    /// A number as ``JSONLine`` writes it (whole numbers without a fraction, `null` when not finite).
     mutating func number(_ value: Double) {
-        guard value.isFinite else { return raw("null") }
-        if value == value.rounded(), abs(value) < 1e15, let whole = Int(exactly: value) { return integer(whole) }
-        var text = "\(value)"
+        var text = JSONLine.number(value)
         text.withUTF8 { raw($0) }
     }
 }

@@ -20,7 +20,7 @@ struct JSONLine {
 
     mutating func add(_ key: String, _ value: Int) {
         separate(key)
-        JSONLine.appendInteger(value, to: &text)
+        text += String(value).utf8
     }
 
     mutating func add(_ key: String, _ value: Bool) {
@@ -91,7 +91,7 @@ struct JSONLine {
     }
 
     /// A finite number as JSON (whole numbers without a fraction), else `null`.
-    private static func number(_ value: Double) -> String {
+    static func number(_ value: Double) -> String {
         guard value.isFinite else { return "null" }
         if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
         return "\(value)"
@@ -104,22 +104,6 @@ struct JSONLine {
         text += String(decoding: bytes, as: UTF8.self)
     }
 
-    /// `value` in decimal, written digit by digit into `text` (no intermediate `String`).
-    static func appendInteger(_ value: Int, to text: inout [UInt8]) {
-        if value < 0 { text.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        // UInt.max has 20 digits.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var start = 20
-            repeat {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            text.append(contentsOf: digits[start..<20])
-        }
-    }
-
     /// `value` as a JSON string: quotes, backslashes and control characters escaped, everything else (multi-byte
     /// UTF-8 sequences included, whose bytes are all 0x80 or above) as it is. A string with nothing to escape (every
     /// key and nearly every value) is copied in one piece.
@@ -127,9 +111,7 @@ struct JSONLine {
         text.append(UInt8(ascii: "\""))
         let copied =
             value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-                for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                    return false
-                }
+                guard !bytes.contains(where: needsEscape) else { return false }
                 text.append(contentsOf: bytes)
                 return true
             } ?? false
@@ -153,6 +135,11 @@ struct JSONLine {
             }
         }
         text.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether a UTF-8 byte must be escaped in a JSON string: a quote, a backslash or a control character.
+    static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
