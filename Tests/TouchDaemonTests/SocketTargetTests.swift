@@ -143,79 +143,73 @@ struct SocketTargetTests {
 
     // MARK: - Direct sends from the caller's thread
 
-    @Test func connectedIdleTargetIsWrittenByTheCallerWithoutWakingTheSenderThread() async throws {
+    /// A sender with one stream target, `kiosk`, connected to a peer, and its thread asleep with the direct path open
+    /// (the thread connected at configure time; once it sleeps, it stays asleep): what the direct-send tests start
+    /// from. `body` gets the sender and the peer's end of the connection.
+    private func withSettledStreamTarget(
+        queueCapacity: Int = 256, _ body: (SocketTargetSender, Int32) async throws -> Void
+    ) async throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .stream)
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
+        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()), queueCapacity: queueCapacity)
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
         let connection = try #require(await peer.accept())
         defer { close(connection) }
-        let reader = LineReader(connection)
-        // The thread connected at configure time and opened the direct path; once it sleeps, it stays asleep.
         #expect(await settles(sender))
-        let passes = sender.loopPasses
-        for index in 0..<50 {
-            sender.submit(delivery(index))
-            // Sent before submit returned: the line is in the socket already.
-            #expect(await reader.lines(1) == [delivery(index).json])
+        try await body(sender, connection)
+    }
+
+    @Test func connectedIdleTargetIsWrittenByTheCallerWithoutWakingTheSenderThread() async throws {
+        try await withSettledStreamTarget { sender, connection in
+            let reader = LineReader(connection)
+            let passes = sender.loopPasses
+            for index in 0..<50 {
+                sender.submit(delivery(index))
+                // Sent before submit returned: the line is in the socket already.
+                #expect(await reader.lines(1) == [delivery(index).json])
+            }
+            #expect(sender.loopPasses == passes)
+            let statistics = try #require(sender.statistics["kiosk"])
+            #expect(statistics.sent == 50 && statistics.dropped == 0 && statistics.queued == 0)
         }
-        #expect(sender.loopPasses == passes)
-        let statistics = try #require(sender.statistics["kiosk"])
-        #expect(statistics.sent == 50 && statistics.dropped == 0 && statistics.queued == 0)
     }
 
     @Test func directSendsNeverOvertakeQueuedMessages() async throws {
-        let directory = try TestSupport.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .stream)
         let total = 6_000
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()), queueCapacity: total)
-        defer { sender.stop(flushTimeoutMicroseconds: 0) }
-
-        sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
-        let connection = try #require(await peer.accept())
-        defer { close(connection) }
-        #expect(await settles(sender))
-        // The peer does not read yet: direct sends fill the socket, then the rest queues for the sender thread.
-        for index in 0..<(total / 2) { sender.submit(delivery(index)) }
-        #expect((sender.statistics["kiosk"]?.queued ?? 0) > 0)
-        // While the peer reads, more arrive: the direct path opens again only once the backlog is written, so every
-        // line comes in submit order.
-        let reader = LineReader(connection)
-        var received = await reader.lines(100)
-        for index in (total / 2)..<total {
-            sender.submit(delivery(index))
-            if index % 500 == 0 { received += await reader.lines(100) }
+        try await withSettledStreamTarget(queueCapacity: total) { sender, connection in
+            // The peer does not read yet: direct sends fill the socket, then the rest queues for the sender thread.
+            for index in 0..<(total / 2) { sender.submit(delivery(index)) }
+            #expect((sender.statistics["kiosk"]?.queued ?? 0) > 0)
+            // While the peer reads, more arrive: the direct path opens again only once the backlog is written, so
+            // every line comes in submit order.
+            let reader = LineReader(connection)
+            var received = await reader.lines(100)
+            for index in (total / 2)..<total {
+                sender.submit(delivery(index))
+                if index % 500 == 0 { received += await reader.lines(100) }
+            }
+            received += await reader.lines(total - received.count)
+            #expect(received == (0..<total).map { delivery($0).json })
+            let statistics = try #require(sender.statistics["kiosk"])
+            #expect(statistics.sent == total && statistics.dropped == 0)
         }
-        received += await reader.lines(total - received.count)
-        #expect(received == (0..<total).map { delivery($0).json })
-        let statistics = try #require(sender.statistics["kiosk"])
-        #expect(statistics.sent == total && statistics.dropped == 0)
     }
 
     @Test func partlyWrittenDirectSendIsFinishedByTheSenderThreadBeforeTheNextMessage() async throws {
-        let directory = try TestSupport.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .stream)
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
-        defer { sender.stop(flushTimeoutMicroseconds: 0) }
-
-        sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
-        let connection = try #require(await peer.accept())
-        defer { close(connection) }
-        #expect(await settles(sender))
-        // Larger than a Unix stream socket's buffer: the direct send writes part of it.
-        var big = delivery(0)
-        big.action = String(repeating: "x", count: 4 << 20)
-        sender.submit(big)
-        sender.submit(delivery(1))
-        let reader = LineReader(connection)
-        #expect(await reader.lines(2) == [big.json, delivery(1).json])
-        #expect(await eventually { sender.statistics["kiosk"]?.sent == 2 })
-        #expect(sender.statistics["kiosk"]?.dropped == 0)
+        try await withSettledStreamTarget { sender, connection in
+            // Larger than a Unix stream socket's buffer: the direct send writes part of it.
+            var big = delivery(0)
+            big.action = String(repeating: "x", count: 4 << 20)
+            sender.submit(big)
+            sender.submit(delivery(1))
+            let reader = LineReader(connection)
+            #expect(await reader.lines(2) == [big.json, delivery(1).json])
+            #expect(await eventually { sender.statistics["kiosk"]?.sent == 2 })
+            #expect(sender.statistics["kiosk"]?.dropped == 0)
+        }
     }
 
     @Test func datagramTargetReceivesOneMessagePerDatagram() async throws {
