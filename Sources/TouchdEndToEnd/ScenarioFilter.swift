@@ -40,14 +40,8 @@ final class FilterRun {
         underSystemd = options.systemdUnit
         do {
             scratch = try ScratchDirectory()
-            if underSystemd {
-                // A socket touchd's dynamic user may connect to, as a kiosk application's would be.
-                _ = Tool.run(["/usr/bin/install", "-d", "-m", "0755", UnitPaths.scratch], verbose: options.verbose)
-                target = try TargetListener(path: UnitPaths.target, verbose: options.verbose)
-                _ = chmod(UnitPaths.target, 0o666)
-            } else {
-                target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
-            }
+            target = try TargetListener.forScenario(
+                underSystemd: underSystemd, scratch: scratch, verbose: options.verbose)
             notify = try NotifyListener(path: scratch.file("notify.sock"), verbose: options.verbose)
         } catch {
             Console.line("touchd-e2e: cannot set up: \(error)")

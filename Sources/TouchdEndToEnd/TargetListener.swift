@@ -24,6 +24,19 @@ final class TargetListener: Sendable {
         }
     }
 
+    /// The target of a filter-mode scenario (`--filter`, `--cage`): with `underSystemd`, at the unit's path in a
+    /// directory and with a mode that touchd's dynamic user may connect to, as a kiosk application's would be;
+    /// otherwise in the scratch directory.
+    static func forScenario(underSystemd: Bool, scratch: ScratchDirectory, verbose: Bool) throws(DriverError)
+        -> TargetListener
+    {
+        guard underSystemd else { return try TargetListener(path: scratch.file("target.sock"), verbose: verbose) }
+        _ = Tool.run(["/usr/bin/install", "-d", "-m", "0755", UnitPaths.scratch], verbose: verbose)
+        let target = try TargetListener(path: UnitPaths.target, verbose: verbose)
+        _ = chmod(UnitPaths.target, 0o666)
+        return target
+    }
+
     /// How many connections the daemon has made so far.
     var connections: Int { accepted.load(ordering: .relaxed) }
 

@@ -81,15 +81,25 @@ struct EndToEndTests {
             """)
     }
 
-    @Test("touchd-e2e passes against touchd in the VM", .timeLimit(.minutes(20)))
-    func driverPassesInVM() async throws {
-        guard Self.onPath("qemu-system-x86_64") else {
-            Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
+    /// Runs the driver in the VM: `scripts/vm/run VM… -- touchd-e2e DRIVER… --touchd TOUCHD` (the freshly built
+    /// touchd unless `touchd` names another). QEMU and the `needs` tools must be installed: without them the test
+    /// fails rather than skips.
+    static func runDriver(
+        _ label: String, vm: [String], driver arguments: [String], needs: [String] = [], touchd: URL? = nil
+    ) async throws {
+        let missing = (["qemu-system-x86_64"] + needs).filter { !onPath($0) }
+        guard missing.isEmpty else {
+            Issue.record("not installed: \(missing.joined(separator: ", ")); run scripts/setup first")
             return
         }
-        let touchd = try Self.product("touchd")
-        let driver = try Self.product("touchd-e2e")
-        try await Self.runVM("end to end", arguments: ["--timeout", "900", "--", driver.path, "--touchd", touchd.path])
+        let touchd = try touchd ?? product("touchd")
+        let driver = try product("touchd-e2e")
+        try await runVM(label, arguments: vm + ["--", driver.path] + arguments + ["--touchd", touchd.path])
+    }
+
+    @Test("touchd-e2e passes against touchd in the VM", .timeLimit(.minutes(20)))
+    func driverPassesInVM() async throws {
+        try await Self.runDriver("end to end", vm: ["--timeout", "900"], driver: [])
     }
 
     /// End-to-end latency against libinput's own client (issue 17, ScenarioLatency.swift): in one guest boot, four
@@ -103,16 +113,12 @@ struct EndToEndTests {
     /// docs/performance.md), and `TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail (`--max-ratio`).
     @Test("latency against libinput debug-events, in the VM", .timeLimit(.minutes(10)))
     func latencyAgainstLibinput() async throws {
-        guard Self.onPath("qemu-system-x86_64"), Self.onPath("libinput") else {
-            Issue.record("qemu-system-x86_64 or libinput (libinput-tools) is not installed: run scripts/setup first")
-            return
-        }
         let environment = ProcessInfo.processInfo.environment
-        let touchd = try environment["TOUCHD_LATENCY_TOUCHD"].map { URL(fileURLWithPath: $0) } ?? Self.product("touchd")
-        let driver = try Self.product("touchd-e2e")
-        var arguments = ["--timeout", "600", "--", driver.path, "--compare-libinput", "--rounds", "4"]
+        var arguments = ["--compare-libinput", "--rounds", "4"]
         if let ratio = environment["TOUCHD_LATENCY_MAX_RATIO"], !ratio.isEmpty { arguments += ["--max-ratio", ratio] }
-        try await Self.runVM("latency against libinput", arguments: arguments + ["--touchd", touchd.path])
+        try await Self.runDriver(
+            "latency against libinput", vm: ["--timeout", "600"], driver: arguments, needs: ["libinput"],
+            touchd: environment["TOUCHD_LATENCY_TOUCHD"].map { URL(fileURLWithPath: $0) })
     }
 
     /// Filter mode (docs/kiosk.md) with real kernel input: touchd grabs a uinput panel and forwards to its twin, and
@@ -121,14 +127,7 @@ struct EndToEndTests {
     /// this is the debug build; docs/performance.md has the release build's).
     @Test("filter mode: what the app receives, in the VM", .timeLimit(.minutes(10)))
     func filterModeInVM() async throws {
-        guard Self.onPath("qemu-system-x86_64") else {
-            Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
-            return
-        }
-        let touchd = try Self.product("touchd")
-        let driver = try Self.product("touchd-e2e")
-        try await Self.runVM(
-            "filter mode", arguments: ["--timeout", "600", "--", driver.path, "--filter", "--touchd", touchd.path])
+        try await Self.runDriver("filter mode", vm: ["--timeout", "600"], driver: ["--filter"])
     }
 
     /// Filter mode under a real compositor and client (ScenarioCage.swift): cage, which ignores libinput's touch
@@ -136,14 +135,7 @@ struct EndToEndTests {
     /// wev still gets the next tap in the same slot.
     @Test("filter mode under cage with a real client, in the VM", .timeLimit(.minutes(10)))
     func filterModeUnderCage() async throws {
-        guard Self.onPath("qemu-system-x86_64"), Self.onPath("cage"), Self.onPath("wev") else {
-            Issue.record("qemu-system-x86_64, cage or wev is not installed: run scripts/setup first")
-            return
-        }
-        let touchd = try Self.product("touchd")
-        let driver = try Self.product("touchd-e2e")
-        try await Self.runVM(
-            "filter mode under cage",
-            arguments: ["--gpu", "--timeout", "600", "--", driver.path, "--cage", "--touchd", touchd.path])
+        try await Self.runDriver(
+            "filter mode under cage", vm: ["--gpu", "--timeout", "600"], driver: ["--cage"], needs: ["cage", "wev"])
     }
 }

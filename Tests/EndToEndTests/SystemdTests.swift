@@ -8,21 +8,14 @@ import Testing
 /// EndToEndTests. Part of that suite, which is serialized: two emulated guests at once on a 2-core machine starve each
 /// other and every other test.
 extension EndToEndTests {
+    /// The repository's units, which `--systemd-unit` installs.
+    static var unitsDirectory: String { packageRoot.appendingPathComponent("systemd").path }
+
     @Test("touchd.service passes touchd-e2e --systemd-unit under systemd", .timeLimit(.minutes(15)))
     func unitPassesUnderSystemd() async throws {
-        guard EndToEndTests.onPath("qemu-system-x86_64") else {
-            Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
-            return
-        }
-        let touchd = try EndToEndTests.product("touchd")
-        let driver = try EndToEndTests.product("touchd-e2e")
-        let root = EndToEndTests.packageRoot
-        try await EndToEndTests.runVM(
-            "systemd units",
-            arguments: [
-                "--systemd", "--timeout", "600", "--", driver.path, "--systemd-unit", "--expect-control-socket",
-                "--touchd", touchd.path, "--units", root.appendingPathComponent("systemd").path,
-            ])
+        try await EndToEndTests.runDriver(
+            "systemd units", vm: ["--systemd", "--timeout", "600"],
+            driver: ["--systemd-unit", "--expect-control-socket", "--units", EndToEndTests.unitsDirectory])
     }
 
     /// Filter mode under the shipped unit's full sandbox (ScenarioFilter.swift with `--systemd-unit`): the groups and
@@ -30,38 +23,17 @@ extension EndToEndTests {
     /// touchd.service reloaded by `systemctl reload` and killed by `systemctl kill`.
     @Test("filter mode under touchd.service, in the VM", .timeLimit(.minutes(10)))
     func filterModeUnderSystemd() async throws {
-        guard EndToEndTests.onPath("qemu-system-x86_64") else {
-            Issue.record("qemu-system-x86_64 is not installed: run scripts/setup first")
-            return
-        }
-        let touchd = try EndToEndTests.product("touchd")
-        let driver = try EndToEndTests.product("touchd-e2e")
-        let root = EndToEndTests.packageRoot
-        try await EndToEndTests.runVM(
-            "filter mode under systemd",
-            arguments: [
-                "--systemd", "--timeout", "600", "--", driver.path, "--filter", "--systemd-unit", "--touchd",
-                touchd.path, "--units", root.appendingPathComponent("systemd").path,
-            ])
+        try await EndToEndTests.runDriver(
+            "filter mode under systemd", vm: ["--systemd", "--timeout", "600"],
+            driver: ["--filter", "--systemd-unit", "--units", EndToEndTests.unitsDirectory])
     }
 
     /// Filter mode under the shipped unit with a real compositor and client (ScenarioCage.swift with
     /// `--systemd-unit`): cage and wev in a guest with systemd as PID 1 and a GPU.
     @Test("filter mode under touchd.service with cage and wev, in the VM", .timeLimit(.minutes(10)))
     func filterModeUnderSystemdAndCage() async throws {
-        guard EndToEndTests.onPath("qemu-system-x86_64"), EndToEndTests.onPath("cage"), EndToEndTests.onPath("wev")
-        else {
-            Issue.record("qemu-system-x86_64, cage or wev is not installed: run scripts/setup first")
-            return
-        }
-        let touchd = try EndToEndTests.product("touchd")
-        let driver = try EndToEndTests.product("touchd-e2e")
-        let root = EndToEndTests.packageRoot
-        try await EndToEndTests.runVM(
-            "filter mode under systemd and cage",
-            arguments: [
-                "--systemd", "--gpu", "--timeout", "600", "--", driver.path, "--cage", "--systemd-unit", "--touchd",
-                touchd.path, "--units", root.appendingPathComponent("systemd").path,
-            ])
+        try await EndToEndTests.runDriver(
+            "filter mode under systemd and cage", vm: ["--systemd", "--gpu", "--timeout", "600"],
+            driver: ["--cage", "--systemd-unit", "--units", EndToEndTests.unitsDirectory], needs: ["cage", "wev"])
     }
 }
