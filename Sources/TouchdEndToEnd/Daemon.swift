@@ -162,18 +162,20 @@ final class Daemon: Sendable {
     private func readOutput(_ fd: Int32, echoPrefix: String?) {
         var buffer = [UInt8](repeating: 0, count: 16384)
         var lines = LineBuffer()
-        func deliver(_ line: String) {
-            arrivals.append(monotonicNow())
+        func deliver(_ line: String, arrival: Microseconds) {
+            arrivals.append(arrival)
             output.append(line)
             if let echoPrefix { Console.line(echoPrefix + line) }
         }
         while true {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            // Stamped right after read(2) returns, before the lines are split: what the latency comparison times.
+            let arrival = monotonicNow()
             if count < 0, errno == EINTR { continue }
             if count <= 0 { break }
-            for line in lines.append(buffer[..<count]) { deliver(line) }
+            for line in lines.append(buffer[..<count]) { deliver(line, arrival: arrival) }
         }
-        if let rest = lines.finish() { deliver(rest) }
+        if let rest = lines.finish() { deliver(rest, arrival: monotonicNow()) }
         close(fd)
         outputEnded.store(true, ordering: .relaxed)
     }

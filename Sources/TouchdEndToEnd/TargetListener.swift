@@ -2,14 +2,18 @@ import Glibc
 import Synchronization
 
 /// The socket target the config names: a listening SOCK_STREAM socket. The daemon connects (and may reconnect, for
-/// instance after a reload); every connection is accepted and read on a thread of its own, which stamps the arrival
-/// time right after read(2) returns, so the latency figures do not include any waiting in the driver.
+/// instance after a reload); every connection is accepted and read on a thread of its own, blocked in read(2) as an
+/// application would be, which stamps the arrival time right after read(2) returns, so the latency figures do not
+/// include any waiting in the driver (the same as `libinput debug-events`' pipe is read: Daemon.swift).
 final class TargetListener: Sendable {
     let path: String
     let inbox = Inbox<TargetMessage>()
     private let fd: Int32
     private let stopped = Atomic<Bool>(false)
     private let accepted = Atomic<Int>(0)
+    /// The connections being read, so that `stop` can end their blocking reads (under the lock, so a descriptor is
+    /// never shut down after its reader closed it and the number was reused).
+    private let open = Mutex<Set<Int32>>([])
 
     init(path: String, verbose: Bool) throws(DriverError) {
         self.path = path
@@ -40,9 +44,12 @@ final class TargetListener: Sendable {
     /// How many connections the daemon has made so far.
     var connections: Int { accepted.load(ordering: .relaxed) }
 
-    /// Ends the acceptor and reader threads within about 100 ms; each closes its own socket.
+    /// Ends the reader threads at once and the acceptor within about 100 ms; each closes its own socket.
     func stop() {
         stopped.store(true, ordering: .relaxed)
+        open.withLock { connections in
+            for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+        }
     }
 
     private func acceptConnections(verbose: Bool) {
@@ -58,6 +65,11 @@ final class TargetListener: Sendable {
             // inherit the connection before the flag is set.
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             let number = accepted.add(1, ordering: .relaxed).newValue
+            open.withLock { connections in
+                connections.insert(connection)
+                // A connection accepted after `stop` looked at the set: `stopped` is already true (it is set first).
+                if stopped.load(ordering: .relaxed) { shutdown(connection, Int32(SHUT_RDWR)) }
+            }
             if verbose { Console.line("target| connection #\(number) accepted") }
             startThread("target reader \(number)") { [self] in
                 read(connection, number: number, verbose: verbose)
@@ -74,7 +86,6 @@ final class TargetListener: Sendable {
             if verbose { Console.line("target| #\(number) \(line)") }
         }
         while !stopped.load(ordering: .relaxed) {
-            guard UnixSocket.readable(connection, milliseconds: 100) else { continue }
             let count = buffer.withUnsafeMutableBytes { Glibc.read(connection, $0.baseAddress, $0.count) }
             let arrival = monotonicNow()
             if count < 0 {
@@ -83,6 +94,7 @@ final class TargetListener: Sendable {
                 break
             }
             if count == 0 {
+                if stopped.load(ordering: .relaxed) { break }  // `stop` shut the connection down
                 // The daemon closed this connection: a partial last line is still a message (and likely malformed).
                 if let rest = lines.finish() { deliver(rest, arrival: arrival) }
                 if verbose { Console.line("target| connection #\(number) closed by touchd") }
@@ -90,6 +102,9 @@ final class TargetListener: Sendable {
             }
             for line in lines.append(buffer[..<count]) { deliver(line, arrival: arrival) }
         }
-        close(connection)
+        open.withLock { connections in
+            connections.remove(connection)
+            close(connection)
+        }
     }
 }
