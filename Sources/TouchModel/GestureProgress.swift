@@ -17,7 +17,7 @@ struct GestureProgress: Hashable, Sendable {
     /// The touches down now, in the order they went down.
     private(set) var down: [GestureTouch] = []
     /// Every touch seen since the last reset, lifted ones included.
-    private(set) var sequence: Set<TouchSerial> = []
+    private(set) var sequence: SmallSet<TouchSerial> = []
     /// When the kind's timer fires (long press, tap windows, swipe duration); nil when none runs.
     private(set) var deadline: Instant?
     /// Taps completed in the current tap sequence.

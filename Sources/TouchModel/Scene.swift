@@ -76,8 +76,8 @@ public struct Scene: Sendable {
     var activeScreenIndex: Int?
     private var applicationTarget: String?
     var targets: [String: Target] = [:]
-    var contacts: [ContactID: ContactState] = [:]
-    private var ignoredContacts: Set<ContactID> = []
+    var contacts: SmallMap<ContactID, ContactState> = [:]
+    private var ignoredContacts: SmallSet<ContactID> = []
     private var grid = SpatialGrid(boxes: [])
     var recognizers: [GestureSlot] = []
     var recognizerIndex: [String: Int] = [:]
@@ -86,7 +86,7 @@ public struct Scene: Sendable {
     var heldLifts = 0
     /// The touches that move later in the frame being handled (recognizers judge a frame's moves
     /// together).
-    var movesLaterInFrame: Set<TouchSerial> = []
+    var movesLaterInFrame: SmallSet<TouchSerial> = []
     /// What the application beneath touchd sees (filter mode; SceneApp.swift).
     var app = AppView()
 

@@ -69,7 +69,7 @@ struct AppView: Sendable {
         var lifted = false
     }
 
-    var touches: [TouchSerial: Touch] = [:]
+    var touches: SmallMap<TouchSerial, Touch> = [:]
     /// When the last contact lifted (the scene's start counts as one).
     var idleSince: Instant = .zero
     /// A wake touch is down: touches that begin now are touchd's alone.

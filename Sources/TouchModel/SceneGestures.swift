@@ -31,7 +31,7 @@ struct GestureSlot: Sendable {
     /// The screens on which the recognizer watches; empty for every screen.
     var screens: [Int]
     /// Recognizers it may recognize with (both directions of `simultaneous_with`).
-    var simultaneous: Set<Int> = []
+    var simultaneous: SmallSet<Int> = []
     var requiresFailureOf: [Int] = []
 }
 

@@ -26,11 +26,11 @@ struct FilterState: Sendable {
     var planned: [Int] = []
     var plannedCancel: Configuration.Filter.CancelWith?
     /// The touchscreens that are grabbed and have a twin: only their touches are forwarded.
-    var filtered: Set<Int> = []
+    var filtered: SmallSet<Int> = []
     /// Touchscreens that could not be filtered, and why (shown in the status).
     var refused: [Int: (name: String, reason: String)] = [:]
     /// The twin each application touch is on.
-    var touchDevice: [UInt64: Int] = [:]
+    var touchDevice: SmallMap<UInt64, Int> = [:]
 }
 
 extension Engine {
@@ -47,7 +47,7 @@ extension Engine {
         if wanted.isEmpty && filter.plannedCancel == nil { return }
         filter.planned = wanted.map(\.id)
         filter.plannedCancel = cancel
-        filter.filtered.formIntersection(wanted.map(\.id))
+        filter.filtered.removeAll { !wanted.map(\.id).contains($0) }
         filter.refused = filter.refused.filter { wanted.map(\.id).contains($0.key) }
         effects.append(.filterDevices(wanted, cancelWith: cancel))
     }

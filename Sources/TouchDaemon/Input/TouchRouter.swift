@@ -20,21 +20,21 @@ struct TouchRouter {
     private var output: Configuration.Output
     private var allowList: [Configuration.DeviceMatch]
     /// Every device libinput announced and has not removed, used or not.
-    private var known: [Int: DeviceInfo] = [:]
+    private var known: SmallMap<Int, DeviceInfo> = [:]
     /// The used touchscreens and where each lands on the output.
-    private var mappers: [Int: CoordinateMapper] = [:]
+    private var mappers: SmallMap<Int, CoordinateMapper> = [:]
     /// Samples of each device waiting for its TOUCH_FRAME.
-    private var pending: [Int: [ContactSample]] = [:]
+    private var pending: SmallMap<Int, [ContactSample]> = [:]
     /// Contacts that are down: seat slot → device.
-    private var active: [ContactID: Int] = [:]
+    private var active: SmallMap<ContactID, Int> = [:]
     /// Contacts still down that the scene no longer knows (their device stopped being used or the configuration was
     /// reloaded). Their events are dropped until they lift, so a reload never produces touches that began nowhere.
-    private var orphaned: Set<ContactID> = []
+    private var orphaned: SmallSet<ContactID> = []
     /// Touch events dropped because their device is not used or their contact was orphaned.
     private(set) var droppedEvents = 0
     /// Where each contact last went down: its device and the device's own slot (−1 on single-touch devices). Kept
     /// after the lift, for the application's copy of a touch that outlives its contact (filter mode).
-    private var origins: [ContactID: (device: Int, slot: Int)] = [:]
+    private var origins: SmallMap<ContactID, (device: Int, slot: Int)> = [:]
 
     init(output: Configuration.Output, allowList: [Configuration.DeviceMatch]) {
         self.output = output
@@ -85,7 +85,7 @@ struct TouchRouter {
             var notes: [Note] = []
             let wasUsed = mappers.removeValue(forKey: id) != nil
             pending[id] = nil
-            origins = origins.filter { $0.value.device != id }
+            origins.removeAll { $1.device == id }
             let left = active.filter { $0.value == id }.map(\.key).sorted()
             var cancellations: [ContactSample] = []
             for contact in left {
@@ -126,9 +126,9 @@ struct TouchRouter {
         self.output = output
         self.allowList = allowList
         orphaned.formUnion(active.keys)
-        pending = [:]
+        pending.removeAll()
         let before = Set(mappers.keys)
-        mappers = [:]
+        mappers.removeAll()
         var notes: [Note] = []
         for id in known.keys.sorted() {
             let note = evaluate(known[id]!)

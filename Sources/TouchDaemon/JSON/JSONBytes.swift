@@ -115,6 +115,11 @@ struct JSONBytes: ~Copyable {
 
     /// A number as ``JSONLine`` writes it (whole numbers without a fraction, `null` when not finite).
     mutating func number(_ value: Double) {
+        // JSONLine.number's rule, without making a String for the common whole number (a pixel position).
+        if abs(value) < 1e15, let whole = Int(exactly: value) {
+            integer(whole)
+            return
+        }
         var text = JSONLine.number(value)
         text.withUTF8 { raw($0) }
     }
