@@ -9,39 +9,45 @@ import TouchModel
 /// what happened, hands it to the engine with the time, and performs the engine's effects: actions go to the
 /// executors (socket sends, commands) on their own threads, control messages to the control server, lines to the
 /// log, statuses to systemd. The decisions are the engine's; this file only does what they say.
+///
+/// The properties the loop changes on every touch are `@exclusivity(unchecked)`: only the input thread touches them,
+/// and never through overlapping accesses (each is read or changed by one statement at a time; `perform` walks the
+/// effects it is given, never a property). Checked, each access was a call into the runtime's access set on the path
+/// from a touch to its message, which in the emulated test guest costs more than the work itself (issue 17,
+/// docs/performance.md). Debug builds of the tests exercise the same code.
 final class Daemon {
     private let configurationPath: String
     /// `--strict-permissions`: a reload refuses a file others can change, as the start did.
     private let strictPermissions: Bool
-    private(set) var engine: Engine
+    @exclusivity(unchecked) private(set) var engine: Engine
     let logger: Logger
     private let notifier: Notifier
     /// Socket targets and commands.
     let executors: Executors
-    var input: LibinputContext?
+    @exclusivity(unchecked) var input: LibinputContext?
     /// From each frame's libinput timestamp to its actions being handed to their executor.
-    private(set) var processing = LatencyHistogram()
+    @exclusivity(unchecked) private(set) var processing = LatencyHistogram()
     /// The part of `processing` spent inside touchd: from `poll` returning to the actions being handed over. The rest
     /// is the kernel and the scheduler waking the input thread.
-    private(set) var handling = LatencyHistogram()
+    @exclusivity(unchecked) private(set) var handling = LatencyHistogram()
     /// When `poll` last returned.
-    private var wokeAt: UInt64 = 0
+    @exclusivity(unchecked) private var wokeAt: UInt64 = 0
     /// Deliveries of the current batch for socket targets and for commands, handed over together by ``handOver()``.
-    private var socketOutbox: [ActionDelivery] = []
-    private var commandOutbox: [ActionDelivery] = []
+    @exclusivity(unchecked) private var socketOutbox: [ActionDelivery] = []
+    @exclusivity(unchecked) private var commandOutbox: [ActionDelivery] = []
     /// The libinput times of the batch's deliveries that input caused, for the processing-time figures.
-    private var inputTimes: [UInt64] = []
-    private var nextWatchdog: UInt64?
+    @exclusivity(unchecked) private var inputTimes: [UInt64] = []
+    @exclusivity(unchecked) private var nextWatchdog: UInt64?
     /// The control socket's server; nil when `[control_socket] enabled = false` or it could not be set up.
     let control: (any ControlChannel)?
     /// Responses and events for the control socket, handed over with the batch's deliveries.
-    private var controlOutbox: [ControlMessage] = []
+    @exclusivity(unchecked) private var controlOutbox: [ControlMessage] = []
     /// Control clients that asked for a reload in this batch: one reload answers them all.
     private var reloadRequesters: [ControlRequester] = []
     /// Frames that could not be written to a twin (filter mode), for the log's rate limit.
-    private var forwardFailures = 0
+    @exclusivity(unchecked) private var forwardFailures = 0
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
-    private var suspendWatch = SuspendWatch()
+    @exclusivity(unchecked) private var suspendWatch = SuspendWatch()
     /// When the daemon started (monotonic microseconds), for `stats`.
     let startedAt = monotonicMicroseconds()
     /// The seat's one-instance lock, held until the daemon ends; its probes are drained in the loop.
