@@ -454,7 +454,8 @@ struct Engine {
             case .app(let record):
                 appRecords.append(record)
             case .action(let action):
-                if let event = ControlSubscriptions.event(
+                // Only a subscriber's scene target stands for a connection: with none, every action is a delivery.
+                if !subscriptions.subscriptions.isEmpty, let event = ControlSubscriptions.event(
                     for: action, configuration: configuration, device: device?.sysname, generation: generation)
                 {
                     effects.append(.control(.event(event)))

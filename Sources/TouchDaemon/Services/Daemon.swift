@@ -176,9 +176,10 @@ final class Daemon {
 
     /// Milliseconds until the nearest deadline (rounded up so the deadline has passed on waking), or −1 for none.
     private func timeout() -> Int32 {
-        pollTimeout(
-            until: [engine.nextDeadline?.microseconds, nextWatchdog].compactMap { $0 }.min(),
-            now: monotonicMicroseconds())
+        // No array for two optionals: this runs before every poll.
+        var deadline = engine.nextDeadline?.microseconds
+        if let watchdog = nextWatchdog { deadline = Swift.min(deadline ?? watchdog, watchdog) }
+        return pollTimeout(until: deadline, now: monotonicMicroseconds())
     }
 
     private func pingWatchdogIfDue() {
