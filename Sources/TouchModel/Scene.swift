@@ -641,11 +641,11 @@ public struct Scene: Sendable {
 
     /// Whether a control can receive touches now: present, enabled, on the active screen.
     func isTouchable(_ index: Int) -> Bool {
-        let slot = slots[index]
-        guard !slot.isRemoved, slot.control.isEnabled else { return false }
-        guard !slot.screens.isEmpty else { return true }
+        // Field by field, not a copy of the slot: this runs for every candidate of every touch-down.
+        guard !slots[index].isRemoved, slots[index].control.isEnabled else { return false }
+        guard !slots[index].screens.isEmpty else { return true }
         guard let activeScreenIndex else { return false }
-        return slot.screens.contains(activeScreenIndex)
+        return slots[index].screens.contains(activeScreenIndex)
     }
 
     /// The top-most touchable control whose exact shape, and every enclosing group's shape, holds

@@ -48,11 +48,11 @@ extension Scene {
     public var contactCount: Int { contacts.count }
 
     func state(at index: Int) -> Control.State {
-        let slot = slots[index]
+        // Field by field, not a copy of the slot: this runs for every event (issue 17).
         var state: Control.State = []
-        if slot.tracker.isHighlighted || slot.holdsHighlight { state.insert(.highlighted) }
-        if !slot.control.isEnabled { state.insert(.disabled) }
-        if slot.control.isSelected { state.insert(.selected) }
+        if slots[index].tracker.isHighlighted || slots[index].holdsHighlight { state.insert(.highlighted) }
+        if !slots[index].control.isEnabled { state.insert(.disabled) }
+        if slots[index].control.isSelected { state.insert(.selected) }
         return state
     }
 

@@ -96,10 +96,10 @@ extension Scene {
     mutating func gesturesTouchLifted(_ serial: TouchSerial, into output: inout Output) {
         movesLaterInFrame.remove(serial)
         for index in recognizers.indices where recognizers[index].progress.holds(serial) {
-            let slot = recognizers[index]
-            if let input = recognizers[index].progress.touchLifted(
-                serial, at: now, in: slot.state, for: slot.recognizer)
-            {
+            // The state and the recognizer, not a copy of the whole slot: this runs on every lift (issue 17).
+            let state = recognizers[index].state
+            let recognizer = recognizers[index].recognizer
+            if let input = recognizers[index].progress.touchLifted(serial, at: now, in: state, for: recognizer) {
                 drive(index, input, into: &output)
             }
             resetIfDone(index)
@@ -282,22 +282,22 @@ extension Scene {
     /// Records one gesture event and dispatches it through the recognizer's actions. A discrete
     /// recognizer's `recognized` is also its `ended` (UIKit's alias), in one dispatch.
     private func sendGesture(_ event: GestureRecognizer.Event, from index: Int, into output: inout Output) {
-        let slot = recognizers[index]
-        let progress = slot.progress
+        // Field by field, not a copy of the slot (recognizer, progress and all): this runs for every gesture event.
         var translation: Point?
         var scale: Double?
-        switch slot.recognizer.kind {
-        case .pan: translation = progress.lastTranslation
-        case .pinch: scale = progress.lastScale
+        switch recognizers[index].recognizer.kind {
+        case .pan: translation = recognizers[index].progress.lastTranslation
+        case .pinch: scale = recognizers[index].progress.lastScale
         case .tap, .longPress, .swipe: break
         }
         let record = GestureEventRecord(
-            time: now, gesture: slot.recognizer.id, event: event, state: slot.state, contacts: progress.lastContacts,
-            location: progress.lastCentroid, translation: translation, scale: scale, direction: progress.direction)
+            time: now, gesture: recognizers[index].recognizer.id, event: event, state: recognizers[index].state,
+            contacts: recognizers[index].progress.lastContacts, location: recognizers[index].progress.lastCentroid,
+            translation: translation, scale: scale, direction: recognizers[index].progress.direction)
         output.entries.append(.gesture(record))
         var mask = event
-        if event == .recognized && !slot.recognizer.kind.isContinuous { mask.insert(.ended) }
-        for entry in slot.recognizer.actions where !entry.events.isDisjoint(with: mask) {
+        if event == .recognized && !recognizers[index].recognizer.kind.isContinuous { mask.insert(.ended) }
+        for entry in recognizers[index].recognizer.actions where !entry.events.isDisjoint(with: mask) {
             resolveGesture(entry, event: event, from: index, record: record, into: &output)
         }
     }

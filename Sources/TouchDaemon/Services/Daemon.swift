@@ -243,11 +243,12 @@ final class Daemon {
 
     /// Hands the batch's deliveries to the socket sender and the command runner, one call each (neither blocks), and
     /// records how long each input event took to get here: from its libinput timestamp (processing) and from `poll`
-    /// returning (handling). The socket targets' messages go first, the figures are recorded after them.
+    /// returning (handling). The socket targets' messages go first, the figures are recorded after them: even the clock
+    /// is read after the hand-over (in the emulated test guest a clock read is a syscall and a device read).
     private func handOver() {
         if !socketOutbox.isEmpty || !commandOutbox.isEmpty {
-            let now = monotonicMicroseconds()
             executors.submit(sockets: socketOutbox, commands: commandOutbox)
+            let now = monotonicMicroseconds()
             socketOutbox.removeAll(keepingCapacity: true)
             commandOutbox.removeAll(keepingCapacity: true)
             for time in inputTimes {
