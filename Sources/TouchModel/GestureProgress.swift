@@ -81,11 +81,18 @@ struct GestureProgress: Hashable, Sendable {
         lastContacts = contacts
     }
 
+    /// What the rules below read of a recognizer: its finger count and kind, plain values. Passing these instead of the
+    /// whole recognizer (its id, actions and chain) spares a copy of it on every touch (issue 17).
+    struct Rules {
+        var fingers: Int
+        var kind: GestureRecognizer.Kind
+    }
+
     // MARK: - Facts
 
     /// A touch went down in the recognizer's region while it is possible.
     mutating func touchDown(
-        _ touch: GestureTouch, at now: Instant, for recognizer: GestureRecognizer
+        _ touch: GestureTouch, at now: Instant, for recognizer: Rules
     ) -> GestureRecognizer.Input? {
         let pressStarts = down.isEmpty
         down.append(touch)
@@ -127,7 +134,7 @@ struct GestureProgress: Hashable, Sendable {
     /// With `settled` false, more of the recognizer's touches move later in the same frame: the
     /// location is only recorded, and the frame is judged at its last move, all at one instant.
     mutating func touchMoved(
-        _ serial: TouchSerial, to location: Point, in state: GestureRecognizer.State, for recognizer: GestureRecognizer,
+        _ serial: TouchSerial, to location: Point, in state: GestureRecognizer.State, for recognizer: Rules,
         settled: Bool = true
     ) -> GestureRecognizer.Input? {
         guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
@@ -170,7 +177,7 @@ struct GestureProgress: Hashable, Sendable {
 
     /// A touch of the recognizer lifted (at its last location).
     mutating func touchLifted(
-        _ serial: TouchSerial, at now: Instant, in state: GestureRecognizer.State, for recognizer: GestureRecognizer
+        _ serial: TouchSerial, at now: Instant, in state: GestureRecognizer.State, for recognizer: Rules
     ) -> GestureRecognizer.Input? {
         guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
         note()
@@ -206,7 +213,7 @@ struct GestureProgress: Hashable, Sendable {
     }
 
     /// The kind's timer fired.
-    mutating func deadlinePassed(for recognizer: GestureRecognizer) -> GestureRecognizer.Input {
+    mutating func deadlinePassed(for recognizer: Rules) -> GestureRecognizer.Input {
         deadline = nil
         switch recognizer.kind {
         case .longPress:

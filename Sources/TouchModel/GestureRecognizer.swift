@@ -200,6 +200,8 @@ public struct GestureRecognizer: Hashable, Sendable {
     public var kind: Kind
     /// How many fingers the gesture takes.
     public var fingers: Int
+    /// What GestureProgress's rules read of this recognizer.
+    var rules: GestureProgress.Rules { GestureProgress.Rules(fingers: fingers, kind: kind) }
     /// The region whose touches the recognizer sees; nil for its control's or group's shape, or the
     /// whole output when it has neither.
     public var shape: Shape?

@@ -74,7 +74,7 @@ extension Scene {
         for index in recognizers.indices
         where isWatching(index) && (recognizers[index].region?.contains(location) ?? true) {
             let touch = GestureTouch(serial: serial, contact: contact, start: location, location: location)
-            if let input = recognizers[index].progress.touchDown(touch, at: now, for: recognizers[index].recognizer) {
+            if let input = recognizers[index].progress.touchDown(touch, at: now, for: recognizers[index].recognizer.rules) {
                 drive(index, input, into: &output)
             }
         }
@@ -86,7 +86,7 @@ extension Scene {
             let slot = recognizers[index]
             let settled = movesLaterInFrame.isEmpty || !movesLaterInFrame.contains(where: slot.progress.holds)
             if let input = recognizers[index].progress.touchMoved(
-                serial, to: location, in: slot.state, for: slot.recognizer, settled: settled)
+                serial, to: location, in: slot.state, for: slot.recognizer.rules, settled: settled)
             {
                 drive(index, input, into: &output)
             }
@@ -96,10 +96,10 @@ extension Scene {
     mutating func gesturesTouchLifted(_ serial: TouchSerial, into output: inout Output) {
         movesLaterInFrame.remove(serial)
         for index in recognizers.indices where recognizers[index].progress.holds(serial) {
-            // The state and the recognizer, not a copy of the whole slot: this runs on every lift (issue 17).
+            // The state and the rules, not a copy of the whole slot: this runs on every lift (issue 17).
             let state = recognizers[index].state
-            let recognizer = recognizers[index].recognizer
-            if let input = recognizers[index].progress.touchLifted(serial, at: now, in: state, for: recognizer) {
+            let rules = recognizers[index].recognizer.rules
+            if let input = recognizers[index].progress.touchLifted(serial, at: now, in: state, for: rules) {
                 drive(index, input, into: &output)
             }
             resetIfDone(index)
@@ -121,7 +121,7 @@ extension Scene {
         while let index = earliestGestureDeadline(), let deadline = recognizers[index].progress.deadline,
             deadline <= now
         {
-            let input = recognizers[index].progress.deadlinePassed(for: recognizers[index].recognizer)
+            let input = recognizers[index].progress.deadlinePassed(for: recognizers[index].recognizer.rules)
             drive(index, input, into: &output)
         }
     }
