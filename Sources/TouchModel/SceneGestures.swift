@@ -74,7 +74,9 @@ extension Scene {
         for index in recognizers.indices
         where isWatching(index) && (recognizers[index].region?.contains(location) ?? true) {
             let touch = GestureTouch(serial: serial, contact: contact, start: location, location: location)
-            if let input = recognizers[index].progress.touchDown(touch, at: now, for: recognizers[index].recognizer.rules) {
+            if let input = recognizers[index].progress.touchDown(
+                touch, at: now, for: recognizers[index].recognizer.rules)
+            {
                 drive(index, input, into: &output)
             }
         }

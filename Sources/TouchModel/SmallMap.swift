@@ -27,13 +27,7 @@ public struct SmallMap<Key: Equatable, Value> {
     /// The position of `key` in ``keys`` and ``values``, nil when absent.
     @inlinable @inline(__always)
     public func index(forKey key: Key) -> Int? {
-        var index = 0
-        let end = storedKeys.count
-        while index < end {
-            if storedKeys[index] == key { return index }
-            index &+= 1
-        }
-        return nil
+        smallPosition(of: key, in: storedKeys)
     }
 
     /// The value at a position that ``index(forKey:)`` returned.
@@ -176,6 +170,19 @@ extension SmallMap: Hashable where Key: Hashable, Value: Hashable {
 
 extension SmallMap: Sendable where Key: Sendable, Value: Sendable {}
 
+/// The first position of `value` in `array`, nil when absent: the one search of SmallMap and SmallSet, a plain loop
+/// that inlines where it is used (the standard library's `firstIndex(of:)` is one more function on the path).
+@inlinable @inline(__always)
+func smallPosition<Element: Equatable>(of value: Element, in array: [Element]) -> Int? {
+    var index = 0
+    let end = array.count
+    while index < end {
+        if array[index] == value { return index }
+        index &+= 1
+    }
+    return nil
+}
+
 /// A set for the handful of elements that the input path keeps per frame, contact or gesture: an array searched from
 /// the front, in insertion order. Why not `Set`: see ``SmallMap``.
 public struct SmallSet<Element: Equatable> {
@@ -188,13 +195,7 @@ public struct SmallSet<Element: Equatable> {
 
     @inlinable @inline(__always)
     public func contains(_ member: Element) -> Bool {
-        var index = 0
-        let end = elements.count
-        while index < end {
-            if elements[index] == member { return true }
-            index &+= 1
-        }
-        return false
+        smallPosition(of: member, in: elements) != nil
     }
 
     /// Adds `member` unless it is there; true when it was added.
@@ -208,12 +209,8 @@ public struct SmallSet<Element: Equatable> {
     /// Removes `member` and returns it, nil when it was absent.
     @inlinable @discardableResult
     public mutating func remove(_ member: Element) -> Element? {
-        var index = 0
-        while index < elements.count {
-            if elements[index] == member { return elements.remove(at: index) }
-            index &+= 1
-        }
-        return nil
+        guard let index = smallPosition(of: member, in: elements) else { return nil }
+        return elements.remove(at: index)
     }
 
     /// Whether no member of `other` is a member of this set.

@@ -17,7 +17,7 @@ struct SmallMapTests {
             var order: [Int] = []  // the keys in the order they were first inserted and not removed since
             for step in 0..<100 {
                 let key = random.int(0..<12)
-                let where_ = "sequence \(sequence) step \(step) key \(key)"
+                let context = "sequence \(sequence) step \(step) key \(key)"
                 switch random.int(0..<6) {
                 case 0, 1:
                     let value = "v\(random.int(0..<1000))"
@@ -30,7 +30,7 @@ struct SmallMapTests {
                     order.removeAll { $0 == key }
                 case 3:
                     if small.removeValue(forKey: key) != reference.removeValue(forKey: key) {
-                        failures.append("\(where_): removeValue differs")
+                        failures.append("\(context): removeValue differs")
                     }
                     order.removeAll { $0 == key }
                 case 4:
@@ -38,19 +38,19 @@ struct SmallMapTests {
                     small[key, default: "d"] += "+"
                     reference[key, default: "d"] += "+"
                 default:
-                    if small[key] != reference[key] { failures.append("\(where_): lookup differs") }
+                    if small[key] != reference[key] { failures.append("\(context): lookup differs") }
                     if (small.index(forKey: key) != nil) != (reference[key] != nil) {
-                        failures.append("\(where_): index(forKey:) differs")
+                        failures.append("\(context): index(forKey:) differs")
                     }
                 }
                 if small.count != reference.count || small.isEmpty != reference.isEmpty {
-                    failures.append("\(where_): count \(small.count) vs \(reference.count)")
+                    failures.append("\(context): count \(small.count) vs \(reference.count)")
                 }
-                if small.keys != order { failures.append("\(where_): keys \(small.keys) vs order \(order)") }
-                if small.values != order.map({ reference[$0]! }) { failures.append("\(where_): values differ") }
+                if small.keys != order { failures.append("\(context): keys \(small.keys) vs order \(order)") }
+                if small.values != order.map({ reference[$0]! }) { failures.append("\(context): values differ") }
                 if !small.elementsEqual(order.map { ($0, reference[$0]!) }, by: { $0.key == $1.0 && $0.value == $1.1 })
                 {
-                    failures.append("\(where_): iteration differs")
+                    failures.append("\(context): iteration differs")
                 }
             }
         }
@@ -67,30 +67,32 @@ struct SmallMapTests {
             var order: [UInt64] = []
             for step in 0..<100 {
                 let member = UInt64(random.int(0..<10))
-                let where_ = "sequence \(sequence) step \(step) member \(member)"
+                let context = "sequence \(sequence) step \(step) member \(member)"
                 switch random.int(0..<5) {
                 case 0, 1:
                     if small.insert(member) != reference.insert(member).inserted {
-                        failures.append("\(where_): insert differs")
+                        failures.append("\(context): insert differs")
                     }
                     if !order.contains(member) { order.append(member) }
                 case 2:
-                    if small.remove(member) != reference.remove(member) { failures.append("\(where_): remove differs") }
+                    if small.remove(member) != reference.remove(member) {
+                        failures.append("\(context): remove differs")
+                    }
                     order.removeAll { $0 == member }
                 case 3:
                     let other = Set((0..<3).map { _ in UInt64(random.int(0..<10)) })
                     var otherSmall = SmallSet<UInt64>()
                     otherSmall.formUnion(other)
                     if small.isDisjoint(with: otherSmall) != reference.isDisjoint(with: other) {
-                        failures.append("\(where_): isDisjoint differs")
+                        failures.append("\(context): isDisjoint differs")
                     }
                 default:
                     if small.contains(member) != reference.contains(member) {
-                        failures.append("\(where_): contains differs")
+                        failures.append("\(context): contains differs")
                     }
                 }
-                if small.count != reference.count { failures.append("\(where_): count differs") }
-                if Array(small) != order { failures.append("\(where_): order \(Array(small)) vs \(order)") }
+                if small.count != reference.count { failures.append("\(context): count differs") }
+                if Array(small) != order { failures.append("\(context): order \(Array(small)) vs \(order)") }
             }
         }
         expectNoFailures(failures, "SmallSet: ")

@@ -87,7 +87,13 @@ final class SocketSenderLoop {
     /// Closes the connections of removed and changed targets and creates those of new ones.
     private func reconcile() {
         let (version, targets) = core.state.withLock { state in
-            (state.version, Dictionary(uniqueKeysWithValues: state.entries.lazy.map { ($0.key, (target: $0.value.target, serial: $0.value.serial)) }))
+            (
+                state.version,
+                Dictionary(
+                    uniqueKeysWithValues: state.entries.lazy.map {
+                        ($0.key, (target: $0.value.target, serial: $0.value.serial))
+                    })
+            )
         }
         seenVersion = version
         for (name, connection) in connections where targets[name]?.serial != connection.serial {

@@ -206,7 +206,9 @@ struct Configuration: Sendable {
     /// The name of an event, using the configuration's names for application events.
     func name(of event: Control.Event) -> String {
         // Most files name no application events: no walk over an empty dictionary on every action.
-        if !applicationEvents.isEmpty, let custom = applicationEvents.first(where: { $0.value == event }) { return custom.key }
+        if !applicationEvents.isEmpty, let custom = applicationEvents.first(where: { $0.value == event }) {
+            return custom.key
+        }
         return event.description
     }
 }

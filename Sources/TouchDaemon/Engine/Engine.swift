@@ -455,8 +455,9 @@ struct Engine {
                 appRecords.append(record)
             case .action(let action):
                 // Only a subscriber's scene target stands for a connection: with none, every action is a delivery.
-                if !subscriptions.subscriptions.isEmpty, let event = ControlSubscriptions.event(
-                    for: action, configuration: configuration, device: device?.sysname, generation: generation)
+                if !subscriptions.subscriptions.isEmpty,
+                    let event = ControlSubscriptions.event(
+                        for: action, configuration: configuration, device: device?.sysname, generation: generation)
                 {
                     effects.append(.control(.event(event)))
                     continue
