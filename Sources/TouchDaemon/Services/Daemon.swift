@@ -14,7 +14,7 @@ import TouchModel
 /// and never through overlapping accesses (each is read or changed by one statement at a time; `perform` walks the
 /// effects it is given, never a property). Checked, each access was a call into the runtime's access set on the path
 /// from a touch to its message, which in the emulated test guest costs more than the work itself (issue 17,
-/// docs/performance.md). Debug builds of the tests exercise the same code.
+/// docs/performance.md). The daemon is made and run on the input thread (`Run`), so no other thread ever sees them.
 final class Daemon {
     private let configurationPath: String
     /// `--strict-permissions`: a reload refuses a file others can change, as the start did.
