@@ -85,10 +85,13 @@ extension Scene {
     mutating func gesturesTouchMoved(_ serial: TouchSerial, to location: Point, into output: inout Output) {
         movesLaterInFrame.remove(serial)
         for index in recognizers.indices where recognizers[index].progress.holds(serial) {
-            let slot = recognizers[index]
-            let settled = movesLaterInFrame.isEmpty || !movesLaterInFrame.contains(where: slot.progress.holds)
+            // The state and the rules, not a copy of the whole slot, as on a lift: this runs on every move.
+            let settled =
+                movesLaterInFrame.isEmpty || !movesLaterInFrame.contains { recognizers[index].progress.holds($0) }
+            let state = recognizers[index].state
+            let rules = recognizers[index].recognizer.rules
             if let input = recognizers[index].progress.touchMoved(
-                serial, to: location, in: slot.state, for: slot.recognizer.rules, settled: settled)
+                serial, to: location, in: state, for: rules, settled: settled)
             {
                 drive(index, input, into: &output)
             }

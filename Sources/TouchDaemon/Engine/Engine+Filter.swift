@@ -39,16 +39,17 @@ extension Engine {
     /// `retry`: ask again for the touchscreens that could not be grabbed (a reload, after the other grabber went away).
     mutating func planFilter(retry: Bool = false, into effects: inout [Effect]) {
         let wanted = configuration.filter.enabled ? router.touchscreens : []
+        let ids = wanted.map(\.id)
         let cancel = configuration.filter.cancelWith
         let retrying = retry && !filter.refused.isEmpty && !wanted.isEmpty
-        guard wanted.map(\.id) != filter.planned || (!wanted.isEmpty && filter.plannedCancel != cancel) || retrying
+        guard ids != filter.planned || (!wanted.isEmpty && filter.plannedCancel != cancel) || retrying
         else { return }
         // A first plan with nothing to grab says nothing: the filter was never on.
         if wanted.isEmpty && filter.plannedCancel == nil { return }
-        filter.planned = wanted.map(\.id)
+        filter.planned = ids
         filter.plannedCancel = cancel
-        filter.filtered.removeAll { !wanted.map(\.id).contains($0) }
-        filter.refused = filter.refused.filter { wanted.map(\.id).contains($0.key) }
+        filter.filtered.removeAll { !ids.contains($0) }
+        filter.refused = filter.refused.filter { ids.contains($0.key) }
         effects.append(.filterDevices(wanted, cancelWith: cancel))
     }
 
