@@ -1,7 +1,6 @@
 import Glibc
 import Logging
 import Synchronization
-import TouchModel
 
 /// The socket-target sender's thread: every target's socket, in one `poll` loop.
 ///
@@ -87,13 +86,7 @@ final class SocketSenderLoop {
     /// Closes the connections of removed and changed targets and creates those of new ones.
     private func reconcile() {
         let (version, targets) = core.state.withLock { state in
-            (
-                state.version,
-                Dictionary(
-                    uniqueKeysWithValues: state.entries.lazy.map {
-                        ($0.key, (target: $0.value.target, serial: $0.value.serial))
-                    })
-            )
+            (state.version, state.entries.mapValues { (target: $0.target, serial: $0.serial) })
         }
         seenVersion = version
         for (name, connection) in connections where targets[name]?.serial != connection.serial {
