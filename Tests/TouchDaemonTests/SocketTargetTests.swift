@@ -607,7 +607,12 @@ private final class Peer {
         if type == .stream { try #require(listen(socket, backlog) == 0) }
     }
 
+    /// Ends the socket as the peer process's exit would. `close` alone is not enough in a test process: a child that
+    /// another test is spawning at that moment holds a copy of every descriptor until it execs, which keeps the socket
+    /// alive a little longer, and a datagram sent meanwhile is accepted and lost with it (seen as a flaky
+    /// `datagramPeerThatRestartsIsReconnected`). `shutdown` ends the socket itself, whoever else holds it.
     deinit {
+        shutdown(socket, Int32(SHUT_RDWR))
         close(socket)
         unlink(path)
     }
