@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import Synchronization
+import TouchModel
 
 /// The socket-target sender's thread: every target's socket, in one `poll` loop.
 ///
@@ -86,7 +87,13 @@ final class SocketSenderLoop {
     /// Closes the connections of removed and changed targets and creates those of new ones.
     private func reconcile() {
         let (version, targets) = core.state.withLock { state in
-            (state.version, state.entries.mapValues { (target: $0.target, serial: $0.serial) })
+            (
+                state.version,
+                Dictionary(
+                    uniqueKeysWithValues: state.entries.lazy.map {
+                        ($0.key, (target: $0.value.target, serial: $0.value.serial))
+                    })
+            )
         }
         seenVersion = version
         for (name, connection) in connections where targets[name]?.serial != connection.serial {

@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import Synchronization
+import TouchModel
 
 /// What happened to one socket target's messages so far. Counts are kept per target name for the life of the
 /// sender, so a target that was removed still shows what it lost.
@@ -134,7 +135,7 @@ final class SocketTargetSender: Sendable {
             for delivery in deliveries {
                 guard case .running = state.phase else {
                     if let counters = state.statistics.index(forKey: delivery.target) {
-                        state.statistics.values[counters].dropped.saturatingAdd(1)
+                        state.statistics[valueAt: counters].dropped.saturatingAdd(1)
                     } else {
                         state.unknownTargetDeliveries.saturatingAdd(1)
                     }
@@ -144,7 +145,7 @@ final class SocketTargetSender: Sendable {
                     state.unknownTargetDeliveries.saturatingAdd(1)
                     continue
                 }
-                let outcome = state.entries.values[entry].accept(delivery)
+                let outcome = state.entries[valueAt: entry].accept(delivery)
                 switch outcome {
                 case .sent:
                     state.statistics[delivery.target, default: SocketTargetStatistics()].sent.saturatingAdd(1)
@@ -179,7 +180,7 @@ final class SocketTargetSender: Sendable {
     /// Per target name (including targets since removed): sent, dropped, failed, connected, queued.
     var statistics: [String: SocketTargetStatistics] {
         core.state.withLock { state in
-            var result = state.statistics
+            var result = Dictionary(uniqueKeysWithValues: state.statistics.lazy.map { ($0.key, $0.value) })
             for (name, entry) in state.entries { result[name]?.queued = entry.queue.count }
             return result
         }
@@ -287,8 +288,10 @@ final class SocketSenderCore: Sendable {
     }
 
     struct State: Sendable {
-        var entries: [String: Entry] = [:]
-        var statistics: [String: SocketTargetStatistics] = [:]
+        /// Per configured target. Searched by name on the input thread for every message: no hashing there (issue 17).
+        var entries: SmallMap<String, Entry> = [:]
+        /// Per target name, including targets since removed.
+        var statistics: SmallMap<String, SocketTargetStatistics> = [:]
         /// Counts `configure` calls, so the thread rereads the entries only when they changed.
         var version = 0
         var nextSerial = 0
