@@ -75,7 +75,8 @@ public struct Scene: Sendable {
     var screens: [Screen] = []
     var activeScreenIndex: Int?
     private var applicationTarget: String?
-    var targets: [String: Target] = [:]
+    /// By name. Looked up for every action a control or gesture sends, so sorted rather than hashed (``SortedMap``).
+    var targets = SortedMap<String, Target>()
     var contacts: SmallMap<ContactID, ContactState> = [:]
     private var ignoredContacts: SmallSet<ContactID> = []
     private var grid = SpatialGrid(boxes: [])
@@ -685,6 +686,8 @@ public struct Scene: Sendable {
                 stuck.append(index)
             }
         }
+        // Nothing is stuck on almost every frame: no sort (one more function on every frame's path, issue 17).
+        guard !stuck.isEmpty else { return }
         for index in stuck.sorted() {
             cancelTracking(index, reason: .stuck, into: &output)
         }

@@ -43,7 +43,7 @@ final class Daemon {
     /// Responses and events for the control socket, handed over with the batch's deliveries.
     @exclusivity(unchecked) private var controlOutbox: [ControlMessage] = []
     /// Control clients that asked for a reload in this batch: one reload answers them all.
-    private var reloadRequesters: [ControlRequester] = []
+    @exclusivity(unchecked) private var reloadRequesters: [ControlRequester] = []
     /// Frames that could not be written to a twin (filter mode), for the log's rate limit.
     @exclusivity(unchecked) private var forwardFailures = 0
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
