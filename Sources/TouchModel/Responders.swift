@@ -5,7 +5,8 @@ public struct Target: Hashable, Sendable {
     public enum Actions: Hashable, Sendable {
         /// Every action (a control-socket subscriber, for instance).
         case all
-        case only(Set<String>)
+        /// Only these. Sorted, so that a frame checks it without hashing (``SortedSet``).
+        case only(SortedSet<String>)
     }
 
     public var name: String
@@ -17,7 +18,7 @@ public struct Target: Hashable, Sendable {
     }
 
     public init(name: String, respondsTo actions: [String]) {
-        self.init(name: name, actions: .only(Set(actions)))
+        self.init(name: name, actions: .only(SortedSet(actions)))
     }
 
     /// Whether this target implements `action`.

@@ -42,7 +42,7 @@ extension Scene {
     public var screenIDs: [String] { screens.map(\.id) }
 
     /// The names of the targets the scene knows.
-    public var targetNames: [String] { targets.keys.sorted() }
+    public var targetNames: [String] { targets.keys }
 
     /// How many contacts are down (ignored ones excluded).
     public var contactCount: Int { contacts.count }
