@@ -59,6 +59,9 @@ struct SocketTargetTests {
         let times: [UInt64] = [0, 5, 1_234_567, UInt64(Int.max), UInt64.max]
         let integers: [Int] = [0, 1, -1, 42, Int.max, Int.min]
         var generator = SystemRandomNumberGenerator()
+        // The input thread's direct sends write every message into one buffer that only grows: a short message after
+        // a long one must end where it ends.
+        var shared: [UInt8] = []
         for index in 0..<3_000 {
             let delivery = ActionDelivery(
                 action: names.randomElement(using: &generator)!, target: names[index % names.count],
@@ -72,7 +75,10 @@ struct SocketTargetTests {
                 device: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
                 generation: integers.randomElement(using: &generator)!)
             let terminator: UInt8? = index % 2 == 0 ? UInt8(ascii: "\n") : nil
-            #expect(delivery.jsonBytes(terminator: terminator) == Self.reference(delivery, terminator: terminator))
+            let expected = Self.reference(delivery, terminator: terminator)
+            #expect(delivery.jsonBytes(terminator: terminator) == expected)
+            let length = delivery.writeJSON(into: &shared, terminator: terminator)
+            #expect(Array(shared[..<length]) == expected)
         }
         let huge = ActionDelivery(
             action: String(repeating: "\"", count: 1 << 16), target: "kiosk", control: "pay", event: "touchUpInside",

@@ -37,33 +37,45 @@ struct ActionDelivery: Hashable, Sendable {
 
     /// The message as a socket target gets it: the JSON object in UTF-8, with `terminator` (a stream's newline).
     ///
-    /// Written straight into the array that is sent (``JSONBytes``): this runs on the input thread for every action,
-    /// between the touch and its message (issue 17). The array is allocated once, at the bound of the message's size
-    /// (every string byte escaped at worst).
+    /// Written straight into the array that is sent (``JSONBytes``), allocated once, at the bound of the message's
+    /// size (every string byte escaped at worst).
     func jsonBytes(terminator: UInt8? = nil) -> [UInt8] {
+        JSONBytes.build(capacity: jsonBound) { writeJSON(into: &$0, terminator: terminator) }
+    }
+
+    /// The message written into `buffer` from its start, which grows only when the message's bound needs more;
+    /// returns its length. How the input thread writes a message it sends at once: one buffer serves every message,
+    /// so no array is made, sized and freed per message (issue 17).
+    func writeJSON(into buffer: inout [UInt8], terminator: UInt8?) -> Int {
+        JSONBytes.write(into: &buffer, capacity: jsonBound) { writeJSON(into: &$0, terminator: terminator) }
+    }
+
+    /// An upper bound of the message's size, in bytes.
+    private var jsonBound: Int {
         let stringBytes = action.utf8.count.addingSaturating(target.utf8.count)
             .addingSaturating(control.utf8.count).addingSaturating(event.utf8.count)
             .addingSaturating(responder?.utf8.count ?? 0).addingSaturating(gesture?.utf8.count ?? 0)
             .addingSaturating(device?.utf8.count ?? 0)
         // Keys, commas, braces and the terminator: under 160 bytes; 3 integers and 3 doubles at most.
-        let capacity = JSONBytes.bound(stringBytes: stringBytes, strings: 7, numbers: 6, fixed: 192)
-        return JSONBytes.build(capacity: capacity) { out in
-            out.member(#"{"action":"#, action)
-            out.member(#","target":"#, target)
-            out.member(#","control":"#, control)
-            out.member(#","event":"#, event)
-            out.member(#","time_us":"#, Int(clamping: timeMicroseconds))
-            out.member(#","contact":"#, contact)
-            out.member(#","x":"#, x)
-            out.member(#","y":"#, y)
-            out.member(#","value":"#, value)
-            out.member(#","responder":"#, responder)
-            out.member(#","gesture":"#, gesture)
-            out.member(#","device":"#, device)
-            out.member(#","generation":"#, generation)
-            out.byte(UInt8(ascii: "}"))
-            if let terminator { out.byte(terminator) }
-        }
+        return JSONBytes.bound(stringBytes: stringBytes, strings: 7, numbers: 6, fixed: 192)
+    }
+
+    private func writeJSON(into out: inout JSONBytes, terminator: UInt8?) {
+        out.member(#"{"action":"#, action)
+        out.member(#","target":"#, target)
+        out.member(#","control":"#, control)
+        out.member(#","event":"#, event)
+        out.member(#","time_us":"#, Int(clamping: timeMicroseconds))
+        out.member(#","contact":"#, contact)
+        out.member(#","x":"#, x)
+        out.member(#","y":"#, y)
+        out.member(#","value":"#, value)
+        out.member(#","responder":"#, responder)
+        out.member(#","gesture":"#, gesture)
+        out.member(#","device":"#, device)
+        out.member(#","generation":"#, generation)
+        out.byte(UInt8(ascii: "}"))
+        if let terminator { out.byte(terminator) }
     }
 }
 

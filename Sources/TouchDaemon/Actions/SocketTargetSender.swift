@@ -145,7 +145,7 @@ final class SocketTargetSender: Sendable {
                     state.unknownTargetDeliveries.saturatingAdd(1)
                     continue
                 }
-                let outcome = state.entries[valueAt: entry].accept(delivery)
+                let outcome = state.entries[valueAt: entry].accept(delivery, scratch: &state.scratch)
                 switch outcome {
                 case .sent:
                     state.statistics[delivery.target, default: SocketTargetStatistics()].sent.saturatingAdd(1)
@@ -250,14 +250,21 @@ final class SocketSenderCore: Sendable {
 
         /// Sends `delivery` directly when the direct path is open, else queues it. Called under the lock. Anything
         /// but a whole message closes the direct path, which only the sender thread opens again.
-        mutating func accept(_ delivery: ActionDelivery) -> Accepted {
+        ///
+        /// A direct send writes the message into `scratch` (the core's one buffer, under the same lock), not into an
+        /// array of its own: only a message that goes to the sender thread gets one.
+        mutating func accept(_ delivery: ActionDelivery, scratch: inout [UInt8]) -> Accepted {
             if directSocket >= 0 {
-                let bytes = SocketSenderCore.message(delivery, for: target)
-                let result = UnixSocket.send(directSocket, bytes, from: 0)
-                if case .sent(let count) = result, count == bytes.count { return .sent }
+                let length = delivery.writeJSON(
+                    into: &scratch, terminator: target.type == .stream ? UInt8(ascii: "\n") : nil)
+                let socket = directSocket
+                let result = scratch.withUnsafeBytes {
+                    UnixSocket.send(socket, UnsafeRawBufferPointer(rebasing: $0[..<length]), from: 0)
+                }
+                if case .sent(let count) = result, count == length { return .sent }
                 directSocket = -1
                 if case .sent(let count) = result, count > 0 {
-                    remainder = Remainder(bytes: bytes, written: count)
+                    remainder = Remainder(bytes: Array(scratch[..<length]), written: count)
                     return .handedOver
                 }
             }
@@ -297,6 +304,8 @@ final class SocketSenderCore: Sendable {
         var nextSerial = 0
         var unknownTargetDeliveries = 0
         var phase = Phase.running
+        /// Where direct sends write their message (``Entry/accept(_:scratch:)``); as large as the largest so far.
+        var scratch: [UInt8] = []
     }
 
     let state = Mutex(State())

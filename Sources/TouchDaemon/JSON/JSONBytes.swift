@@ -32,6 +32,18 @@ struct JSONBytes: ~Copyable {
         }
     }
 
+    /// Writes at most `capacity` bytes with `body` into `buffer` from its start and returns how many it wrote.
+    /// `buffer` is made larger (never smaller) when it holds fewer than `capacity` bytes; what lies beyond the count
+    /// is left over from earlier messages.
+    static func write(into buffer: inout [UInt8], capacity: Int, _ body: (inout JSONBytes) -> Void) -> Int {
+        if buffer.count < capacity { buffer = [UInt8](repeating: 0, count: capacity) }
+        return buffer.withUnsafeMutableBufferPointer { bytes in
+            var writer = JSONBytes(base: bytes.baseAddress!, capacity: capacity)
+            body(&writer)
+            return writer.count
+        }
+    }
+
     private init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
         self.base = base
         self.capacity = capacity

@@ -70,17 +70,20 @@ enum UnixSocket {
 
     /// Sends `bytes[offset...]`. The corresponding C function is `send`.
     static func send(_ descriptor: Int32, _ bytes: [UInt8], from offset: Int) -> SendResult {
+        bytes.withUnsafeBytes { send(descriptor, $0, from: offset) }
+    }
+
+    /// Sends `bytes[offset...]`. The corresponding C function is `send`.
+    static func send(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, from offset: Int) -> SendResult {
         precondition(offset < bytes.count, "nothing left to send")
-        return bytes.withUnsafeBytes { buffer in
-            do throws(SystemCallError) {
-                return .sent(
-                    try systemCall("send") {
-                        Glibc.send(descriptor, buffer.baseAddress! + offset, buffer.count - offset, sendFlags)
-                    })
-            } catch {
-                // EWOULDBLOCK is EAGAIN on Linux.
-                return error.errno == EAGAIN ? .wouldBlock : .failed(error.errno)
-            }
+        do throws(SystemCallError) {
+            return .sent(
+                try systemCall("send") {
+                    Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, sendFlags)
+                })
+        } catch {
+            // EWOULDBLOCK is EAGAIN on Linux.
+            return error.errno == EAGAIN ? .wouldBlock : .failed(error.errno)
         }
     }
 
