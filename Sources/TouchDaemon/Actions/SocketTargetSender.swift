@@ -132,31 +132,29 @@ final class SocketTargetSender: Sendable {
     func submit(_ deliveries: [ActionDelivery]) {
         let wake = core.state.withLock { state -> Bool in
             var wake = false
-            for delivery in deliveries {
+            // By position, not `for delivery in`: each delivery is read where it lies, not copied (seven strings).
+            for index in deliveries.indices {
                 guard case .running = state.phase else {
-                    if let counters = state.statistics.index(forKey: delivery.target) {
+                    if let counters = state.statistics.index(forKey: deliveries[index].target) {
                         state.statistics[valueAt: counters].dropped.saturatingAdd(1)
                     } else {
                         state.unknownTargetDeliveries.saturatingAdd(1)
                     }
                     continue
                 }
-                guard let entry = state.entries.index(forKey: delivery.target) else {
+                guard let entry = state.entries.index(forKey: deliveries[index].target) else {
                     state.unknownTargetDeliveries.saturatingAdd(1)
                     continue
                 }
-                let outcome = state.entries[valueAt: entry].accept(delivery, scratch: &state.scratch)
+                let outcome = state.entries[valueAt: entry].accept(deliveries[index], scratch: &state.scratch)
                 switch outcome {
                 case .sent:
-                    state.statistics[delivery.target, default: SocketTargetStatistics()].sent.saturatingAdd(1)
+                    state.count(deliveries[index].target) { $0.sent.saturatingAdd(1) }
                 case .handedOver:
                     wake = true
                 case .queued(let first, let pushedOut):
                     if first { wake = true }
-                    if pushedOut {
-                        state.statistics[delivery.target, default: SocketTargetStatistics()].dropped
-                            .saturatingAdd(1)
-                    }
+                    if pushedOut { state.count(deliveries[index].target) { $0.dropped.saturatingAdd(1) } }
                 }
             }
             return wake
@@ -306,6 +304,18 @@ final class SocketSenderCore: Sendable {
         var phase = Phase.running
         /// Where direct sends write their message (``Entry/accept(_:scratch:)``); as large as the largest so far.
         var scratch: [UInt8] = []
+
+        /// Changes the counters of `target`, adding them when it has none yet (`configure` adds them for every
+        /// target). Found by position rather than through a subscript with a default, which is one more closure.
+        mutating func count(_ target: String, _ change: (inout SocketTargetStatistics) -> Void) {
+            if let index = statistics.index(forKey: target) {
+                change(&statistics[valueAt: index])
+            } else {
+                var counters = SocketTargetStatistics()
+                change(&counters)
+                statistics[target] = counters
+            }
+        }
     }
 
     let state = Mutex(State())

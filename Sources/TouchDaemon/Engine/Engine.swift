@@ -134,9 +134,10 @@ struct Engine {
     /// read at, used for the router's own notes (a removed device's cancellations).
     mutating func handle(_ events: [InputEvent], now: UInt64) -> [Effect] {
         var effects: [Effect] = []
-        for event in events {
-            let notes = router.handle(event, now: now)
-            if case .eventsLost = event {
+        // By position, not `for event in`: each event is read where it lies, not copied out first.
+        for index in events.indices {
+            let notes = router.handle(events[index], now: now)
+            if case .eventsLost = events[index] {
                 // The router answers with the cancellations (fault-cases.md D5); say so before they go out.
                 let cancelled = notes.reduce(0) { count, note in
                     if case .frame(let frame, _) = note { count + frame.samples.count } else { count }
@@ -472,8 +473,10 @@ struct Engine {
     private mutating func dispatch(
         _ action: ResolvedAction, device: DeviceInfo?, fromInput: Bool, into effects: inout [Effect]
     ) {
+        // The target by position and the event's name before the delivery moves into its effect: no copy of the
+        // target's definition or of the delivery on every action (issue 17).
         guard let targetName = action.target,
-            let target = configuration.targets.first(where: { $0.name == targetName }),
+            let target = configuration.targets.firstIndex(where: { $0.name == targetName }),
             let delivery = ActionDelivery(
                 action, configuration: configuration, device: device?.sysname, generation: generation)
         else {
@@ -489,12 +492,16 @@ struct Engine {
             }
             return
         }
-        effects.append(.deliver(delivery, executor: target.kind.executor, fromInput: fromInput))
+        let executor: ExecutorKind =
+            switch configuration.targets[target].kind {
+            case .socket: .socket
+            case .exec: .exec
+            }
+        let event = logsDebug ? delivery.event : ""
+        effects.append(.deliver(delivery, executor: executor, fromInput: fromInput))
         if logsDebug {
             effects.append(
-                .log(
-                    .debug, "action",
-                    ["action": "\(action.action)", "target": "\(targetName)", "event": "\(delivery.event)"]))
+                .log(.debug, "action", ["action": "\(action.action)", "target": "\(targetName)", "event": "\(event)"]))
         }
     }
 
