@@ -71,12 +71,23 @@ final class LatencyComparison {
                 try VirtualTouchscreen(name: Self.panelName, verbose: options.verbose)
             }
             sleep(microseconds: 500_000)  // udev tags it before anyone looks
-            // touchd first, then libinput (then the other touchd), alternating: each gets the same number of rounds.
+            // Each reader gets the same number of rounds, and the order within a round turns around every round:
+            // touchd, libinput (, the other touchd) in odd rounds; (the other touchd,) libinput, touchd in even ones.
+            // A fixed order favoured whichever reader came first: two builds swapped between --touchd and
+            // --also-touchd changed places by a few percent in the same kind of boot (docs/performance.md).
             for round in 1...options.rounds {
-                try touchdRound(round, executable: touchd, into: &touchdSamples)
-                try libinputRound(round, into: &libinputSamples)
-                if let other = options.otherTouchd {
-                    try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
+                if round % 2 == 1 {
+                    try touchdRound(round, executable: touchd, into: &touchdSamples)
+                    try libinputRound(round, into: &libinputSamples)
+                    if let other = options.otherTouchd {
+                        try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
+                    }
+                } else {
+                    if let other = options.otherTouchd {
+                        try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
+                    }
+                    try libinputRound(round, into: &libinputSamples)
+                    try touchdRound(round, executable: touchd, into: &touchdSamples)
                 }
             }
         } catch {
