@@ -527,6 +527,29 @@ struct SocketTargetTests {
         #expect(sender.unknownTargetDeliveries == 1)
     }
 
+    @Test func reloadsThatRenameTargetsKeepOnlyTheLastRemovedTargetsCounters() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
+        defer { sender.stop(flushTimeoutMicroseconds: 0) }
+        // Nobody listens: every target just waits to connect. A new name on every reload, as a generated file might.
+        let path = directory.appendingPathComponent("absent.sock").path
+        let kept = SocketTargetSender.removedTargetsKept
+        for index in 0..<(kept + 40) {
+            sender.configure([
+                "audit": .init(path: path, type: .datagram), "t\(index)": .init(path: path, type: .stream),
+            ])
+        }
+        let statistics = sender.statistics
+        // The current targets and the `kept` most recently removed ones; the oldest removed are gone.
+        #expect(statistics.count == 2 + kept)
+        #expect(statistics["audit"] != nil)
+        #expect(statistics["t\(kept + 39)"] != nil)
+        #expect(statistics["t\(39)"] != nil)
+        #expect(statistics["t\(38)"] == nil)
+        #expect(statistics["t0"] == nil)
+    }
+
     @Test func socketTargetsOfTheExampleConfiguration() throws {
         let configuration = try ConfigurationLoader.load(path: TestSupport.kioskConfig).get()
         #expect(

@@ -4,7 +4,8 @@ import Synchronization
 import TouchModel
 
 /// What happened to one socket target's messages so far. Counts are kept per target name for the life of the
-/// sender, so a target that was removed still shows what it lost.
+/// sender, so a target that was removed still shows what it lost: those of the last
+/// ``SocketTargetSender/removedTargetsKept`` removed targets.
 struct SocketTargetStatistics: Hashable, Sendable {
     /// Messages written whole to the socket.
     var sent = 0
@@ -82,6 +83,11 @@ final class SocketTargetSender: Sendable {
         stop(flushTimeoutMicroseconds: 0)
     }
 
+    /// How many removed targets' counters are kept, the most recently added first to go last: a configuration that
+    /// renames its targets on every reload must not grow the counters (and the search through them on every
+    /// message) without bound.
+    static let removedTargetsKept = 64
+
     /// Sets the socket targets, at start and after each reload.
     ///
     /// Targets whose path and type are unchanged keep their connection and queue. Removed and changed targets are
@@ -100,6 +106,16 @@ final class SocketTargetSender: Sendable {
                 state.entries[name] = SocketSenderCore.Entry(
                     target: target, serial: state.nextSerial, queue: BoundedQueue(capacity: core.capacity))
                 if state.statistics[name] == nil { state.statistics[name] = SocketTargetStatistics() }
+            }
+            // The counters are in the order their targets first appeared: the oldest removed ones go first.
+            var removed = state.statistics.count - state.entries.count
+            if removed > Self.removedTargetsKept {
+                let configured = state.entries.keys
+                state.statistics.removeAll { name, _ in
+                    guard removed > Self.removedTargetsKept, !configured.contains(name) else { return false }
+                    removed -= 1
+                    return true
+                }
             }
             state.version += 1
             return true
