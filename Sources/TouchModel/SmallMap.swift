@@ -114,22 +114,29 @@ public struct SmallMap<Key: Equatable, Value> {
 extension SmallMap: Sequence {
     public typealias Element = (key: Key, value: Value)
 
-    public struct Iterator: IteratorProtocol {
-        @usableFromInline let map: SmallMap
-        @usableFromInline var index = 0
+    @inlinable public func makeIterator() -> PairedIterator<Key, Value> {
+        PairedIterator(keys: storedKeys, values: storedValues)
+    }
+    @inlinable public var underestimatedCount: Int { count }
+}
 
-        @inlinable init(_ map: SmallMap) { self.map = map }
+/// The entries of a map kept as two parallel arrays (``SmallMap``, ``SortedMap``), in their order.
+public struct PairedIterator<Key, Value>: IteratorProtocol {
+    @usableFromInline let keys: [Key]
+    @usableFromInline let values: [Value]
+    @usableFromInline var index = 0
 
-        @inlinable
-        public mutating func next() -> (key: Key, value: Value)? {
-            guard index < map.storedKeys.count else { return nil }
-            defer { index &+= 1 }
-            return (map.storedKeys[index], map.storedValues[index])
-        }
+    @inlinable init(keys: [Key], values: [Value]) {
+        self.keys = keys
+        self.values = values
     }
 
-    @inlinable public func makeIterator() -> Iterator { Iterator(self) }
-    @inlinable public var underestimatedCount: Int { count }
+    @inlinable
+    public mutating func next() -> (key: Key, value: Value)? {
+        guard index < keys.count else { return nil }
+        defer { index &+= 1 }
+        return (keys[index], values[index])
+    }
 }
 
 extension SmallMap: ExpressibleByDictionaryLiteral {

@@ -62,21 +62,9 @@ public struct SortedMap<Key: Comparable, Value> {
 extension SortedMap: Sequence {
     public typealias Element = (key: Key, value: Value)
 
-    public struct Iterator: IteratorProtocol {
-        @usableFromInline let map: SortedMap
-        @usableFromInline var index = 0
-
-        @inlinable init(_ map: SortedMap) { self.map = map }
-
-        @inlinable
-        public mutating func next() -> (key: Key, value: Value)? {
-            guard index < map.storedKeys.count else { return nil }
-            defer { index &+= 1 }
-            return (map.storedKeys[index], map.storedValues[index])
-        }
+    @inlinable public func makeIterator() -> PairedIterator<Key, Value> {
+        PairedIterator(keys: storedKeys, values: storedValues)
     }
-
-    @inlinable public func makeIterator() -> Iterator { Iterator(self) }
     @inlinable public var underestimatedCount: Int { count }
 }
 
