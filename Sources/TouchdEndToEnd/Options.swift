@@ -22,6 +22,9 @@ struct Options: Equatable {
     var rounds = 4
     /// With `compareLibinput`: a second touchd measured in the same boot (a before/after comparison of two builds).
     var otherTouchd: String?
+    /// With `compareLibinput`: a minimal evdev reader measured in rounds of its own (scripts/vm/floor-reader): what a
+    /// reader's wake-up costs in the guest when it does almost nothing.
+    var floorReader: String?
     /// With `compareLibinput`: fail when the ratio of the medians is above this (otherwise it is only reported).
     var maximumRatio: Double?
     /// Where the units to install are (the repository's systemd/ directory).
@@ -38,7 +41,7 @@ struct Options: Equatable {
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
-                          [--also-touchd PATH] [--verbose]
+                          [--also-touchd PATH] [--floor-reader PATH] [--verbose]
 
         Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
         root: it runs inside the test VM (scripts/vm/run).
@@ -77,6 +80,10 @@ struct Options: Equatable {
           --also-touchd PATH
                          with --compare-libinput: also measure this touchd, in rounds of its own in the same boot
                          (another build, for a before/after comparison that the guest's noise does not swamp)
+          --floor-reader PATH
+                         with --compare-libinput: also measure this minimal evdev reader (scripts/vm/floor-reader
+                         builds one), in rounds of its own: the floor under both readers, what a wake-up that only
+                         reads the device and writes a line costs in the guest
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated
@@ -139,6 +146,7 @@ struct Options: Equatable {
                 }
                 options.rounds = rounds
             case "--also-touchd": options.otherTouchd = try value(for: argument)
+            case "--floor-reader": options.floorReader = try value(for: argument)
             case "--max-ratio":
                 let text = try value(for: argument)
                 guard let ratio = Double(text), ratio.isFinite, ratio > 0 else {
@@ -161,9 +169,10 @@ struct Options: Equatable {
             )
         }
         if !options.compareLibinput,
-            options.maximumRatio != nil || options.otherTouchd != nil || arguments.contains("--rounds")
+            options.maximumRatio != nil || options.otherTouchd != nil || options.floorReader != nil
+                || arguments.contains("--rounds")
         {
-            throw UsageError("--rounds, --max-ratio and --also-touchd go with --compare-libinput")
+            throw UsageError("--rounds, --max-ratio, --also-touchd and --floor-reader go with --compare-libinput")
         }
         if options.compareLibinput, !arguments.contains("--taps") { options.taps = 20 }
         if options.expectControlSocket, !options.systemdUnit {

@@ -36,6 +36,30 @@ final class LatencyComparison {
         var values: [Int64] = []
         var missing = 0
         var perRound: [Int64] = []
+        /// The reader's own CPU time over its rounds' taps (every thread, from the scheduler's account) and the taps.
+        var cpuNanoseconds: UInt64 = 0
+        var cpuTimeslices: UInt64 = 0
+        var cpuTaps = 0
+
+        /// Microseconds of CPU per tap, or nil without a measurement.
+        var cpuPerTap: UInt64? {
+            cpuTaps > 0 ? cpuNanoseconds / UInt64(cpuTaps) / 1000 : nil
+        }
+
+        /// Times on a CPU per ten taps: how often the reader woke.
+        var timeslicesPerTenTaps: UInt64? { cpuTaps > 0 ? cpuTimeslices * 10 / UInt64(cpuTaps) : nil }
+
+        mutating func addCPU(before: ProcessRunTime?, after: ProcessRunTime?, taps: Int) -> String {
+            guard let before, let after, after.nanoseconds >= before.nanoseconds,
+                after.timeslices >= before.timeslices, taps > 0
+            else { return "cpu n/a" }
+            let nanoseconds = after.nanoseconds - before.nanoseconds
+            let slices = after.timeslices - before.timeslices
+            cpuNanoseconds &+= nanoseconds
+            cpuTimeslices &+= slices
+            cpuTaps += taps
+            return "cpu \(nanoseconds / UInt64(taps) / 1000) µs/tap in \(slices) timeslices"
+        }
 
         var median: Int64? { Self.median(values) }
 
@@ -63,6 +87,7 @@ final class LatencyComparison {
         var touchdSamples = Samples()
         var libinputSamples = Samples()
         var otherSamples = Samples()
+        var floorSamples = Samples()
         do throws(Abort) {
             try attempt { () throws(DriverError) in
                 try writeFile(configPath, TestConfig.valid(socket: target.path, actionForA: "a"))
@@ -82,7 +107,9 @@ final class LatencyComparison {
                     if let other = options.otherTouchd {
                         try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
                     }
+                    if let floor = options.floorReader { try libinputRound(round, floor: floor, into: &floorSamples) }
                 } else {
+                    if let floor = options.floorReader { try libinputRound(round, floor: floor, into: &floorSamples) }
                     if let other = options.otherTouchd {
                         try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
                     }
@@ -98,6 +125,7 @@ final class LatencyComparison {
         notify.stop()
         judge(touchd: touchdSamples, libinput: libinputSamples)
         if options.otherTouchd != nil { compareOther(otherSamples, touchd: touchdSamples, libinput: libinputSamples) }
+        if options.floorReader != nil { compareFloor(floorSamples, touchd: touchdSamples, libinput: libinputSamples) }
         for note in notes { Console.line("note: \(note)") }
         let failed = results.filter { $0.failure != nil }
         for (name, failure) in results {
@@ -134,8 +162,10 @@ final class LatencyComparison {
         }
         sleep(microseconds: 300_000)
         let messages = target.inbox.count
+        let cpuBefore = ProcessRunTime(pid: daemon.pid)
         let taps = try tapRound()
         sleep(microseconds: 500_000)  // the last lift's message
+        let cpu = samples.addCPU(before: cpuBefore, after: ProcessRunTime(pid: daemon.pid), taps: taps.count)
         let arrived = target.inbox.since(messages)
         var round: [Int64] = []
         var lowerBound = 0
@@ -167,7 +197,8 @@ final class LatencyComparison {
             return Int64(message.arrival) - Int64(time)
         }
         notes.append(
-            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); kernel event → socket "
+            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); \(cpu); "
+                + "kernel event → socket "
                 + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
                 + (figures.map {
                     "kernel event → executor p50=\($0.p50.map(String.init) ?? "?")µs, of which poll returned → "
@@ -175,10 +206,14 @@ final class LatencyComparison {
                 } ?? "no processing latency line"))
     }
 
-    private func libinputRound(_ number: Int, into samples: inout Samples) throws(Abort) {
+    /// A round of `libinput debug-events`, or with `floor` of the minimal reader at that path, which prints the same
+    /// DEVICE_ADDED, TOUCH_DOWN and TOUCH_UP lines (scripts/vm/floor-reader).
+    private func libinputRound(_ number: Int, floor: String? = nil, into samples: inout Samples) throws(Abort) {
+        let label = floor == nil ? "libinput debug-events" : "floor reader"
         let events = try attempt { () throws(DriverError) in
             try Daemon(
-                executable: "/usr/bin/stdbuf", arguments: ["-oL", "/usr/bin/libinput", "debug-events"],
+                executable: floor ?? "/usr/bin/stdbuf",
+                arguments: floor == nil ? ["-oL", "/usr/bin/libinput", "debug-events"] : [Self.panelName],
                 environment: [:], removing: Scenario.scrubbedEnvironment,
                 echoPrefix: options.verbose ? "events| " : nil, published: false)
         }
@@ -187,12 +222,14 @@ final class LatencyComparison {
             events.output.first(from: 0) { $0.contains("DEVICE_ADDED") && $0.contains(Self.panelName) }
         }
         guard added != nil else {
-            throw Abort("libinput debug-events did not list the panel (round \(number)): \(events.tail(20))")
+            throw Abort("\(label) did not list the panel (round \(number)): \(events.tail(20))")
         }
         sleep(microseconds: 300_000)
         let cursor = events.output.count
+        let cpuBefore = ProcessRunTime(pid: events.pid)
         let taps = try tapRound()
         sleep(microseconds: 500_000)
+        let cpu = samples.addCPU(before: cpuBefore, after: ProcessRunTime(pid: events.pid), taps: taps.count)
         let lines = events.output.since(cursor)
         let arrivals = events.arrivals.since(cursor)
         var round: [Int64] = []
@@ -212,7 +249,8 @@ final class LatencyComparison {
             }
         }
         samples.values += round
-        notes.append("libinput debug-events round \(number): \(Percentiles(round).map(\.description) ?? "no samples")")
+        notes.append(
+            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); \(cpu)")
     }
 
     /// The second field of a debug-events line (` event3   TOUCH_DOWN       +1.234s …`), or nil.
@@ -268,6 +306,13 @@ final class LatencyComparison {
             + "(\(Percentiles(libinput.values)!), missing \(libinput.missing)); \(options.rounds) rounds each of "
             + "\(options.taps) taps, alternating; median ratio \(Self.format(ratio))"
         Console.line("latency-ratio: \(Self.format(ratio)) touchd_p50_us=\(ours) libinput_p50_us=\(theirs)")
+        if let touchdCPU = touchd.cpuPerTap, let libinputCPU = libinput.cpuPerTap, libinputCPU > 0 {
+            // The readers' own work per tap, less noisy than the latency: the other vCPU's timing does not enter it.
+            Console.line(
+                "reader-cpu-per-tap: \(Self.format(Double(touchdCPU) / Double(libinputCPU))) touchd_us=\(touchdCPU) "
+                    + "libinput_us=\(libinputCPU) touchd_timeslices_per_10_taps=\(touchd.timeslicesPerTenTaps ?? 0) "
+                    + "libinput_timeslices_per_10_taps=\(libinput.timeslicesPerTenTaps ?? 0)")
+        }
         notes.append(text)
         if let limit = options.maximumRatio {
             record(
@@ -289,10 +334,34 @@ final class LatencyComparison {
         let ratio = Double(theirs) / Double(floor)
         Console.line(
             "latency-ratio-other: \(Self.format(ratio)) other_touchd_p50_us=\(theirs) libinput_p50_us=\(floor)")
+        if let otherCPU = other.cpuPerTap, let libinputCPU = libinput.cpuPerTap, libinputCPU > 0 {
+            Console.line(
+                "reader-cpu-per-tap-other: \(Self.format(Double(otherCPU) / Double(libinputCPU))) other_touchd_us="
+                    + "\(otherCPU) libinput_us=\(libinputCPU) other_touchd_timeslices_per_10_taps="
+                    + "\(other.timeslicesPerTenTaps ?? 0)")
+        }
         notes.append(
             "other touchd (\(options.otherTouchd ?? "")) median \(theirs) µs (\(Percentiles(other.values)!), missing "
                 + "\(other.missing)): \(Self.format(ratio))× libinput debug-events, "
                 + "\(Self.format(Double(theirs) / Double(max(ours, 1))))× the touchd under test")
+    }
+
+    /// `--floor-reader`: how much of each reader's latency and CPU a reader that does nothing but read the device and
+    /// write a line has too (the guest's cost of the wake-ups and the hops themselves).
+    private func compareFloor(_ floor: Samples, touchd: Samples, libinput: Samples) {
+        guard let bottom = floor.median, bottom > 0, let ours = touchd.median, let theirs = libinput.median else {
+            record("the floor reader measured", "no samples to compare")
+            return
+        }
+        Console.line(
+            "latency-floor: floor_p50_us=\(bottom) touchd_above_floor_us=\(ours - bottom) "
+                + "libinput_above_floor_us=\(theirs - bottom) touchd_over_floor=\(Self.format(Double(ours) / Double(bottom))) "
+                + "libinput_over_floor=\(Self.format(Double(theirs) / Double(bottom)))")
+        if let floorCPU = floor.cpuPerTap, let touchdCPU = touchd.cpuPerTap, let libinputCPU = libinput.cpuPerTap {
+            Console.line(
+                "reader-cpu-per-tap-floor: floor_us=\(floorCPU) touchd_us=\(touchdCPU) libinput_us=\(libinputCPU) "
+                    + "floor_timeslices_per_10_taps=\(floor.timeslicesPerTenTaps ?? 0)")
+        }
     }
 
     static func format(_ value: Double) -> String {

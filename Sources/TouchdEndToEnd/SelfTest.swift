@@ -86,6 +86,12 @@ struct SelfTest {
         results.equal("proc-stat-cpu", stat?.cpuTime, 300 * 1_000_000 / ticks)
         results.expect("proc-stat-short", ProcessStat(statLine: "42 (touchd) S 1") == nil, "expected nil")
         results.expect("proc-stat-self", ProcessStat(pid: getpid())?.state == "R", "expected this process running")
+        // This process has run (the self-test itself), and each thread at least once.
+        let runTime = ProcessRunTime(pid: getpid())
+        results.expect(
+            "proc-run-time-self", (runTime?.nanoseconds ?? 0) > 0 && (runTime?.timeslices ?? 0) > 0,
+            "\(String(describing: runTime))")
+        results.expect("proc-run-time-gone", ProcessRunTime(pid: -1) == nil, "expected nil for no process")
     }
 
     func notifyParsing(_ results: Results) {
@@ -460,6 +466,9 @@ struct SelfTest {
             try? Options.parse(["--compare-libinput", "--touchd", "/t", "--rounds", "6", "--max-ratio", "1.2"]),
             Options(touchd: "/t", taps: 20, compareLibinput: true, rounds: 6, maximumRatio: 1.2))
         results.equal(
+            "arguments-floor-reader",
+            (try? Options.parse(["--compare-libinput", "--touchd", "/t", "--floor-reader", "/f"]))?.floorReader, "/f")
+        results.equal(
             "arguments-compare-libinput-taps",
             (try? Options.parse(["--compare-libinput", "--touchd", "/t", "--taps", "30"]))?.taps, 30)
         results.equal(
@@ -475,6 +484,7 @@ struct SelfTest {
             (["--filter", "--compare-libinput", "--touchd", "/t"], "separate runs"),
             (["--touchd", "/t", "--max-ratio", "1.2"], "go with --compare-libinput"),
             (["--touchd", "/t", "--rounds", "3"], "go with --compare-libinput"),
+            (["--touchd", "/t", "--floor-reader", "/f"], "go with --compare-libinput"),
             (["--compare-libinput", "--touchd", "/t", "--rounds", "0"], "from 1 to 100"),
             (["--compare-libinput", "--touchd", "/t", "--max-ratio", "-1"], "positive number"),
         ]

@@ -134,6 +134,27 @@ func writeFile(_ path: String, _ text: String) throws(DriverError) {
     }
 }
 
+/// What a process's threads have had of the CPUs, from /proc/PID/task/*/schedstat (the scheduler's own account, to
+/// the nanosecond, where utime and stime count clock ticks): the time on a CPU and the number of times a thread was
+/// put on one (about one per wake-up). Threads that ended are not counted: read it around work done by threads that
+/// stay. Nil when the process is gone.
+struct ProcessRunTime {
+    var nanoseconds: UInt64 = 0
+    var timeslices: UInt64 = 0
+
+    init?(pid: pid_t) {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8)
+            else { continue }
+            let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+            guard fields.count >= 3, let run = UInt64(fields[0]), let slices = UInt64(fields[2]) else { continue }
+            nanoseconds &+= run
+            timeslices &+= slices
+        }
+    }
+}
+
 /// The fields of /proc/PID/stat the fault checks read: the process's state (`R`, `S`, `T` stopped, `Z` zombie, …)
 /// and the CPU time it has used (utime + stime, all its threads).
 struct ProcessStat: Equatable {
