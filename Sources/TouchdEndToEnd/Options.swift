@@ -22,9 +22,12 @@ struct Options: Equatable {
     var rounds = 4
     /// With `compareLibinput`: a second touchd measured in the same boot (a before/after comparison of two builds).
     var otherTouchd: String?
-    /// With `compareLibinput`: a minimal evdev reader measured in rounds of its own (scripts/vm/floor-reader): what a
+    /// With `compareLibinput`: a minimal evdev reader measured in rounds of its own (scripts/vm/floors): what a
     /// reader's wake-up costs in the guest when it does almost nothing.
     var floorReader: String?
+    /// With `filter`: a minimal filter (grab, twin, copy; scripts/vm/floors) whose application latency is measured
+    /// in rounds of its own beside touchd's: what any filter process costs in the guest.
+    var floorFilter: String?
     /// With `compareLibinput`: fail when the ratio of the medians is above this (otherwise it is only reported).
     var maximumRatio: Double?
     /// Where the units to install are (the repository's systemd/ directory).
@@ -38,7 +41,7 @@ struct Options: Equatable {
                touchd-e2e --self-test [--touchd PATH] [--verbose]
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
-               touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
+               touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH] [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
                           [--also-touchd PATH] [--floor-reader PATH] [--verbose]
@@ -81,9 +84,13 @@ struct Options: Equatable {
                          with --compare-libinput: also measure this touchd, in rounds of its own in the same boot
                          (another build, for a before/after comparison that the guest's noise does not swamp)
           --floor-reader PATH
-                         with --compare-libinput: also measure this minimal evdev reader (scripts/vm/floor-reader
+                         with --compare-libinput: also measure this minimal evdev reader (scripts/vm/floors
                          builds one), in rounds of its own: the floor under both readers, what a wake-up that only
                          reads the device and writes a line costs in the guest
+          --floor-filter PATH
+                         with --filter (not under systemd): also measure the application's latency through this
+                         minimal filter (grab, twin, copy every event; scripts/vm/floors builds one), in rounds of its
+                         own beside touchd's filter mode and the panel read directly
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated
@@ -147,6 +154,7 @@ struct Options: Equatable {
                 options.rounds = rounds
             case "--also-touchd": options.otherTouchd = try value(for: argument)
             case "--floor-reader": options.floorReader = try value(for: argument)
+            case "--floor-filter": options.floorFilter = try value(for: argument)
             case "--max-ratio":
                 let text = try value(for: argument)
                 guard let ratio = Double(text), ratio.isFinite, ratio > 0 else {
@@ -173,6 +181,9 @@ struct Options: Equatable {
                 || arguments.contains("--rounds")
         {
             throw UsageError("--rounds, --max-ratio, --also-touchd and --floor-reader go with --compare-libinput")
+        }
+        if options.floorFilter != nil, !options.filter || options.systemdUnit {
+            throw UsageError("--floor-filter goes with --filter, not under --systemd-unit")
         }
         if options.compareLibinput, !arguments.contains("--taps") { options.taps = 20 }
         if options.expectControlSocket, !options.systemdUnit {

@@ -568,33 +568,48 @@ final class FilterRun {
     }
 
     /// App-visible latency: from the uinput write to debug-events' TOUCH_DOWN, through the twin (touchd filtering)
-    /// and from the panel directly (touchd stopped), alternating rounds in this boot.
+    /// and from the panel directly (touchd stopped), alternating rounds in this boot. With `--floor-filter`, also
+    /// through the twin of that minimal filter (touchd stopped), in rounds between them: what any filter costs here.
     private func measureLatency() throws(Abort) {
-        var twinSamples: [Double] = []
-        var directSamples: [Double] = []
-        for round in 0..<4 {
-            let filtering = round % 2 == 0
-            if filtering {
+        enum Reader { case touchd, direct, floor }
+        var samples: [Reader: [Double]] = [.touchd: [], .direct: [], .floor: []]
+        let cycle: [Reader] = options.floorFilter == nil ? [.touchd, .direct] : [.touchd, .direct, .floor]
+        for reader in cycle + cycle {
+            var floorFilter: Daemon?
+            defer { floorFilter?.killAndReap() }
+            switch reader {
+            case .touchd:
                 if daemon?.exitStatus != nil {
                     // A restarted touchd has a new twin.
                     let cursor = eventCursor
                     try startDaemon()
                     try findTwin(from: cursor)
                 }
-            } else {
-                daemon?.send(SIGTERM)
-                _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
-                sleep(microseconds: 300_000)
+            case .direct, .floor:
+                if daemon?.exitStatus == nil {
+                    daemon?.send(SIGTERM)
+                    _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
+                    sleep(microseconds: 300_000)
+                }
+                if reader == .floor, let path = options.floorFilter {
+                    let cursor = eventCursor
+                    floorFilter = try attempt { () throws(DriverError) in
+                        try Daemon(
+                            executable: path, arguments: [Self.panelName], environment: [:],
+                            removing: Scenario.scrubbedEnvironment,
+                            echoPrefix: options.verbose ? "floor| " : nil, published: false)
+                    }
+                    try findTwin(from: cursor)
+                }
             }
-            let source = filtering ? twinSysname : panelSysname
+            let source = reader == .direct ? panelSysname : twinSysname
             sleep(microseconds: 300_000)
             for _ in 0..<20 {
                 let cursor = eventCursor
                 guard let panel else { throw Abort("no panel") }
                 let timing = try attempt { () throws(DriverError) in try panel.write([.down(slot: 0, x: 500, y: 500)]) }
                 if let down = waitTouches(from: cursor, source, "TOUCH_DOWN", count: 1)?.first {
-                    let sample = Double(down.arrival - timing.beforeReport) / 1000
-                    if filtering { twinSamples.append(sample) } else { directSamples.append(sample) }
+                    samples[reader, default: []].append(Double(down.arrival - timing.beforeReport) / 1000)
                 }
                 sleep(microseconds: 30_000)
                 try write([.up(slot: 0)])
@@ -605,15 +620,27 @@ final class FilterRun {
             let sorted = values.sorted()
             return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
         }
-        let ratio = median(twinSamples) / median(directSamples)
-        let text =
+        let twin = samples[.touchd] ?? []
+        let direct = samples[.direct] ?? []
+        let floor = samples[.floor] ?? []
+        let ratio = median(twin) / median(direct)
+        var text =
             "app-visible latency, uinput write → debug-events TOUCH_DOWN: through the twin median "
-            + "\(format(median(twinSamples))) ms (\(twinSamples.count) taps), panel read directly median "
-            + "\(format(median(directSamples))) ms (\(directSamples.count) taps), ratio \(format(ratio))"
+            + "\(format(median(twin))) ms (\(twin.count) taps), panel read directly median "
+            + "\(format(median(direct))) ms (\(direct.count) taps), ratio \(format(ratio))"
+        if options.floorFilter != nil {
+            text +=
+                "; through the floor filter's twin median \(format(median(floor))) ms (\(floor.count) taps), ratio "
+                + "\(format(median(floor) / median(direct))) to the panel read directly, touchd's "
+                + "\(format(median(twin) / median(floor))) to the floor filter's"
+            Console.line(
+                "filter-latency-floor: direct_ms=\(format(median(direct))) floor_filter_ms=\(format(median(floor))) "
+                    + "touchd_ms=\(format(median(twin))) floor_ratio=\(format(median(floor) / median(direct))) "
+                    + "touchd_ratio=\(format(ratio))")
+        }
         notes.append(text)
-        record(
-            "latency measured (40 taps each way)",
-            twinSamples.count >= 40 && directSamples.count >= 40 ? nil : text)
+        let enough = twin.count >= 40 && direct.count >= 40 && (options.floorFilter == nil || floor.count >= 40)
+        record("latency measured (40 taps each way)", enough ? nil : text)
     }
 
     private func format(_ value: Double) -> String {

@@ -1,0 +1,67 @@
+// The floor under touchd's filter mode in its latency check (touchd-e2e --filter --floor-filter PATH): the least a
+// filter can do. It grabs the panel, makes a uinput twin of it with libevdev (name, ids, properties, axes, as touchd's
+// twin has), and copies every event it reads to the twin, a whole read in one write(2). Whatever the application's
+// latency through it costs is what any filter process costs in the test VM; what touchd takes beyond it is its own.
+//
+// usage: floor-filter PANEL-NAME   (built by scripts/vm/floors; ends when its parent does)
+#include <dirent.h>
+#include <fcntl.h>
+#include <libevdev/libevdev-uinput.h>
+#include <libevdev/libevdev.h>
+#include <linux/input.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: floor-filter PANEL-NAME\n");
+        return 2;
+    }
+    // Killed with its parent, so that a driver that dies never leaves the panel grabbed.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = -1;
+    DIR *directory = opendir("/dev/input");
+    struct dirent *entry;
+    while (fd < 0 && directory && (entry = readdir(directory))) {
+        if (strncmp(entry->d_name, "event", 5) != 0) continue;
+        char node[300], name[256] = {0};
+        snprintf(node, sizeof node, "/dev/input/%s", entry->d_name);
+        int candidate = open(node, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (candidate < 0) continue;
+        if (ioctl(candidate, EVIOCGNAME(sizeof name - 1), name) >= 0 && strcmp(name, argv[1]) == 0) {
+            fd = candidate;
+        } else {
+            close(candidate);
+        }
+    }
+    if (directory) closedir(directory);
+    if (fd < 0) {
+        fprintf(stderr, "floor-filter: no input device named '%s'\n", argv[1]);
+        return 1;
+    }
+    struct libevdev *panel;
+    struct libevdev_uinput *twin;
+    if (libevdev_new_from_fd(fd, &panel) != 0
+        || libevdev_uinput_create_from_device(panel, LIBEVDEV_UINPUT_OPEN_MANAGED, &twin) != 0) {
+        fprintf(stderr, "floor-filter: cannot make the twin\n");
+        return 1;
+    }
+    if (ioctl(fd, EVIOCGRAB, 1) != 0) {
+        perror("floor-filter: EVIOCGRAB");
+        return 1;
+    }
+    int out = libevdev_uinput_get_fd(twin);
+    struct pollfd waiting = {.fd = fd, .events = POLLIN};
+    for (;;) {
+        if (poll(&waiting, 1, -1) < 0) continue;
+        struct input_event events[64];
+        ssize_t got = read(fd, events, sizeof events);
+        if (got == 0) return 0;
+        if (got > 0 && write(out, events, (size_t)got) < 0) perror("floor-filter: write");
+    }
+}
