@@ -81,6 +81,30 @@ struct EndToEndTests {
             """)
     }
 
+    /// Builds scripts/vm/floors into .build/floors (the guest sees the host's files at the same paths), or says why
+    /// not and returns nil: the floor is a figure beside the comparison, not something the test needs.
+    static func buildFloors() -> URL? {
+        let output = packageRoot.appendingPathComponent(".build/floors")
+        let process = Process()
+        process.executableURL = packageRoot.appendingPathComponent("scripts/vm/floors")
+        process.arguments = [output.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            print("latency: cannot run scripts/vm/floors (\(error)); measuring without the floor reader")
+            return nil
+        }
+        // Two small C files: a second or two, so waiting here does not hold the cooperative pool for long.
+        process.waitUntilExit()
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            print("latency: scripts/vm/floors failed (status \(process.terminationStatus)); without the floor reader")
+            return nil
+        }
+        return output
+    }
+
     /// Runs the driver in the VM: `scripts/vm/run VM… -- touchd-e2e DRIVER… --touchd TOUCHD` (the freshly built
     /// touchd unless `touchd` names another). QEMU and the `needs` tools must be installed: without them the test
     /// fails rather than skips.
@@ -111,11 +135,17 @@ struct EndToEndTests {
     /// shared machine (single rounds vary by 2×), so by default it is reported rather than judged, and this is the
     /// debug build. `TOUCHD_LATENCY_TOUCHD` names another touchd to measure (the static release build kiosks run,
     /// docs/performance.md), and `TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail (`--max-ratio`).
+    ///
+    /// With a C compiler on the host it also measures the floor reader (`scripts/vm/floors`): the `latency-floor:`
+    /// line says how much of either reader's latency any reader pays in this boot (docs/performance.md, "Sixth pass").
     @Test("latency against libinput debug-events, in the VM", .timeLimit(.minutes(10)))
     func latencyAgainstLibinput() async throws {
         let environment = ProcessInfo.processInfo.environment
         var arguments = ["--compare-libinput", "--rounds", "4"]
         if let ratio = environment["TOUCHD_LATENCY_MAX_RATIO"], !ratio.isEmpty { arguments += ["--max-ratio", ratio] }
+        if let floors = Self.buildFloors() {
+            arguments += ["--floor-reader", floors.appendingPathComponent("floor-reader").path]
+        }
         try await Self.runDriver(
             "latency against libinput", vm: ["--timeout", "600"], driver: arguments, needs: ["libinput"],
             touchd: environment["TOUCHD_LATENCY_TOUCHD"].map { URL(fileURLWithPath: $0) })
