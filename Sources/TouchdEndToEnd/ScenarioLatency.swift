@@ -35,7 +35,6 @@ final class LatencyComparison {
     private struct Samples {
         var values: [Int64] = []
         var missing = 0
-        var perRound: [Int64] = []
         /// The reader's own CPU time over its rounds' taps (every thread, from the scheduler's account) and the taps.
         var cpuNanoseconds: UInt64 = 0
         var cpuTimeslices: UInt64 = 0
@@ -97,24 +96,26 @@ final class LatencyComparison {
             }
             sleep(microseconds: 500_000)  // udev tags it before anyone looks
             // Each reader gets the same number of rounds, and the order within a round turns around every round:
-            // touchd, libinput (, the other touchd) in odd rounds; (the other touchd,) libinput, touchd in even ones.
+            // touchd, libinput (, the other touchd, the floor reader) in odd rounds, the reverse in even ones.
             // A fixed order favoured whichever reader came first: two builds swapped between --touchd and
             // --also-touchd changed places by a few percent in the same kind of boot (docs/performance.md).
+            enum Reader {
+                case touchd, libinput
+                case other(String)
+                case floor(String)
+            }
+            var order: [Reader] = [.touchd, .libinput]
+            if let other = options.otherTouchd { order.append(.other(other)) }
+            if let floor = options.floorReader { order.append(.floor(floor)) }
             for round in 1...options.rounds {
-                if round % 2 == 1 {
-                    try touchdRound(round, executable: touchd, into: &touchdSamples)
-                    try libinputRound(round, into: &libinputSamples)
-                    if let other = options.otherTouchd {
+                for reader in round % 2 == 1 ? order : order.reversed() {
+                    switch reader {
+                    case .touchd: try touchdRound(round, executable: touchd, into: &touchdSamples)
+                    case .libinput: try libinputRound(round, into: &libinputSamples)
+                    case .other(let other):
                         try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
+                    case .floor(let floor): try libinputRound(round, floor: floor, into: &floorSamples)
                     }
-                    if let floor = options.floorReader { try libinputRound(round, floor: floor, into: &floorSamples) }
-                } else {
-                    if let floor = options.floorReader { try libinputRound(round, floor: floor, into: &floorSamples) }
-                    if let other = options.otherTouchd {
-                        try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
-                    }
-                    try libinputRound(round, into: &libinputSamples)
-                    try touchdRound(round, executable: touchd, into: &touchdSamples)
                 }
             }
         } catch {
