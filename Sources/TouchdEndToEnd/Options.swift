@@ -25,6 +25,10 @@ struct Options: Equatable {
     /// With `compareLibinput`: a minimal evdev reader measured in rounds of its own (scripts/vm/floors): what a
     /// reader's wake-up costs in the guest when it does almost nothing.
     var floorReader: String?
+    /// With `compareLibinput`: a minimal daemon run as touchd is (libinput in, the socket target out, nothing between;
+    /// scripts/vm/floors), in rounds of its own: what any daemon of this shape costs in the guest, so that what touchd
+    /// takes above it is touchd's own work.
+    var floorDaemon: String?
     /// With `filter`: a minimal filter (grab, twin, copy; scripts/vm/floors) whose application latency is measured
     /// in rounds of its own beside touchd's: what any filter process costs in the guest.
     var floorFilter: String?
@@ -44,7 +48,7 @@ struct Options: Equatable {
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH] [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
-                          [--also-touchd PATH] [--floor-reader PATH] [--verbose]
+                          [--also-touchd PATH] [--floor-reader PATH] [--floor-daemon PATH] [--verbose]
 
         Runs touchd against a uinput touchscreen and checks what reaches its socket target. Needs /dev/uinput and
         root: it runs inside the test VM (scripts/vm/run).
@@ -87,6 +91,10 @@ struct Options: Equatable {
                          with --compare-libinput: also measure this minimal evdev reader (scripts/vm/floors
                          builds one), in rounds of its own: the floor under both readers, what a wake-up that only
                          reads the device and writes a line costs in the guest
+          --floor-daemon PATH
+                         with --compare-libinput: also measure this minimal daemon (scripts/vm/floors builds one),
+                         run as touchd is: libinput in, each touch-down's and lift's message out to the socket target,
+                         nothing between; touchd's time above it is touchd's own work
           --floor-filter PATH
                          with --filter (not under systemd): also measure the application's latency through this
                          minimal filter (grab, twin, copy every event; scripts/vm/floors builds one), in rounds of its
@@ -154,6 +162,7 @@ struct Options: Equatable {
                 options.rounds = rounds
             case "--also-touchd": options.otherTouchd = try value(for: argument)
             case "--floor-reader": options.floorReader = try value(for: argument)
+            case "--floor-daemon": options.floorDaemon = try value(for: argument)
             case "--floor-filter": options.floorFilter = try value(for: argument)
             case "--max-ratio":
                 let text = try value(for: argument)
@@ -178,9 +187,10 @@ struct Options: Equatable {
         }
         if !options.compareLibinput,
             options.maximumRatio != nil || options.otherTouchd != nil || options.floorReader != nil
-                || arguments.contains("--rounds")
+                || options.floorDaemon != nil || arguments.contains("--rounds")
         {
-            throw UsageError("--rounds, --max-ratio, --also-touchd and --floor-reader go with --compare-libinput")
+            throw UsageError(
+                "--rounds, --max-ratio, --also-touchd, --floor-reader and --floor-daemon go with --compare-libinput")
         }
         if options.floorFilter != nil, !options.filter || options.systemdUnit {
             throw UsageError("--floor-filter goes with --filter, not under --systemd-unit")

@@ -87,6 +87,7 @@ final class LatencyComparison {
         var libinputSamples = Samples()
         var otherSamples = Samples()
         var floorSamples = Samples()
+        var floorDaemonSamples = Samples()
         do throws(Abort) {
             try attempt { () throws(DriverError) in
                 try writeFile(configPath, TestConfig.valid(socket: target.path, actionForA: "a"))
@@ -96,17 +97,20 @@ final class LatencyComparison {
             }
             sleep(microseconds: 500_000)  // udev tags it before anyone looks
             // Each reader gets the same number of rounds, and the order within a round turns around every round:
-            // touchd, libinput (, the other touchd, the floor reader) in odd rounds, the reverse in even ones.
+            // touchd, libinput (, the other touchd, the floor reader, the floor daemon) in odd rounds, the reverse in
+            // even ones.
             // A fixed order favoured whichever reader came first: two builds swapped between --touchd and
             // --also-touchd changed places by a few percent in the same kind of boot (docs/performance.md).
             enum Reader {
                 case touchd, libinput
                 case other(String)
                 case floor(String)
+                case floorDaemon(String)
             }
             var order: [Reader] = [.touchd, .libinput]
             if let other = options.otherTouchd { order.append(.other(other)) }
             if let floor = options.floorReader { order.append(.floor(floor)) }
+            if let daemon = options.floorDaemon { order.append(.floorDaemon(daemon)) }
             for round in 1...options.rounds {
                 for reader in round % 2 == 1 ? order : order.reversed() {
                     switch reader {
@@ -115,6 +119,8 @@ final class LatencyComparison {
                     case .other(let other):
                         try touchdRound(round, executable: other, label: "other touchd", into: &otherSamples)
                     case .floor(let floor): try libinputRound(round, floor: floor, into: &floorSamples)
+                    case .floorDaemon(let daemon):
+                        try touchdRound(round, executable: daemon, label: "floor daemon", into: &floorDaemonSamples)
                     }
                 }
             }
@@ -127,6 +133,9 @@ final class LatencyComparison {
         judge(touchd: touchdSamples, libinput: libinputSamples)
         if options.otherTouchd != nil { compareOther(otherSamples, touchd: touchdSamples, libinput: libinputSamples) }
         if options.floorReader != nil { compareFloor(floorSamples, touchd: touchdSamples, libinput: libinputSamples) }
+        if options.floorDaemon != nil {
+            compareFloorDaemon(floorDaemonSamples, touchd: touchdSamples, libinput: libinputSamples)
+        }
         for note in notes { Console.line("note: \(note)") }
         let failed = results.filter { $0.failure != nil }
         for (name, failure) in results {
@@ -363,6 +372,30 @@ final class LatencyComparison {
                 "reader-cpu-per-tap-floor: floor_us=\(floorCPU) touchd_us=\(touchdCPU) libinput_us=\(libinputCPU) "
                     + "floor_timeslices_per_10_taps=\(floor.timeslicesPerTenTaps ?? 0)")
         }
+    }
+
+    /// `--floor-daemon`: what a daemon with touchd's input and output and nothing between costs against
+    /// `debug-events` (the transport's share: a stream socket instead of a pipe), and touchd against it (its own work).
+    private func compareFloorDaemon(_ daemon: Samples, touchd: Samples, libinput: Samples) {
+        guard let bottom = daemon.median, bottom > 0, let ours = touchd.median, let theirs = libinput.median,
+            theirs > 0
+        else {
+            record("the floor daemon measured", "no samples to compare")
+            return
+        }
+        Console.line(
+            "latency-floor-daemon: floor_daemon_p50_us=\(bottom) floor_daemon_over_libinput="
+                + "\(Self.format(Double(bottom) / Double(theirs))) touchd_above_floor_daemon_us=\(ours - bottom) "
+                + "touchd_over_floor_daemon=\(Self.format(Double(ours) / Double(bottom)))")
+        if let daemonCPU = daemon.cpuPerTap, let touchdCPU = touchd.cpuPerTap, let libinputCPU = libinput.cpuPerTap {
+            Console.line(
+                "reader-cpu-per-tap-floor-daemon: floor_daemon_us=\(daemonCPU) touchd_us=\(touchdCPU) "
+                    + "libinput_us=\(libinputCPU) floor_daemon_timeslices_per_10_taps="
+                    + "\(daemon.timeslicesPerTenTaps ?? 0)")
+        }
+        notes.append(
+            "floor daemon (\(options.floorDaemon ?? "")) median \(bottom) µs (\(Percentiles(daemon.values)!), missing "
+                + "\(daemon.missing))")
     }
 
     static func format(_ value: Double) -> String {

@@ -469,6 +469,9 @@ struct SelfTest {
             "arguments-floor-reader",
             (try? Options.parse(["--compare-libinput", "--touchd", "/t", "--floor-reader", "/f"]))?.floorReader, "/f")
         results.equal(
+            "arguments-floor-daemon",
+            (try? Options.parse(["--compare-libinput", "--touchd", "/t", "--floor-daemon", "/d"]))?.floorDaemon, "/d")
+        results.equal(
             "arguments-floor-filter",
             (try? Options.parse(["--filter", "--touchd", "/t", "--floor-filter", "/f"]))?.floorFilter, "/f")
         results.equal(
@@ -488,6 +491,7 @@ struct SelfTest {
             (["--touchd", "/t", "--max-ratio", "1.2"], "go with --compare-libinput"),
             (["--touchd", "/t", "--rounds", "3"], "go with --compare-libinput"),
             (["--touchd", "/t", "--floor-reader", "/f"], "go with --compare-libinput"),
+            (["--touchd", "/t", "--floor-daemon", "/d"], "go with --compare-libinput"),
             (["--touchd", "/t", "--floor-filter", "/f"], "goes with --filter"),
             (["--filter", "--systemd-unit", "--touchd", "/t", "--floor-filter", "/f"], "not under --systemd-unit"),
             (["--compare-libinput", "--touchd", "/t", "--rounds", "0"], "from 1 to 100"),

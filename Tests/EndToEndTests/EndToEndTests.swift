@@ -82,7 +82,7 @@ struct EndToEndTests {
     }
 
     /// Builds scripts/vm/floors into .build/floors (the guest sees the host's files at the same paths), or says why
-    /// not and returns nil: the floor is a figure beside the comparison, not something the test needs.
+    /// not and returns nil: the floors are figures beside the comparison, not something the test needs.
     static func buildFloors() -> URL? {
         let output = packageRoot.appendingPathComponent(".build/floors")
         let process = Process()
@@ -93,13 +93,13 @@ struct EndToEndTests {
         do {
             try process.run()
         } catch {
-            print("latency: cannot run scripts/vm/floors (\(error)); measuring without the floor reader")
+            print("latency: cannot run scripts/vm/floors (\(error)); measuring without the floors")
             return nil
         }
-        // Two small C files: a second or two, so waiting here does not hold the cooperative pool for long.
+        // Three small C files: a few seconds, so waiting here does not hold the cooperative pool for long.
         process.waitUntilExit()
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            print("latency: scripts/vm/floors failed (status \(process.terminationStatus)); without the floor reader")
+            print("latency: scripts/vm/floors failed (status \(process.terminationStatus)); measuring without them")
             return nil
         }
         return output
@@ -136,8 +136,10 @@ struct EndToEndTests {
     /// debug build. `TOUCHD_LATENCY_TOUCHD` names another touchd to measure (the static release build kiosks run,
     /// docs/performance.md), and `TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail (`--max-ratio`).
     ///
-    /// With a C compiler on the host it also measures the floor reader (`scripts/vm/floors`): the `latency-floor:`
-    /// line says how much of either reader's latency any reader pays in this boot (docs/performance.md, "Sixth pass").
+    /// With a C compiler on the host it also measures the floors (`scripts/vm/floors`): the `latency-floor:` line says
+    /// how much of either reader's latency any reader pays in this boot (docs/performance.md, "Sixth pass"), and the
+    /// `latency-floor-daemon:` line what a daemon with touchd's input and output and nothing between measures, so
+    /// that touchd's time above it is its own ("Seventh pass").
     @Test("latency against libinput debug-events, in the VM", .timeLimit(.minutes(10)))
     func latencyAgainstLibinput() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -145,6 +147,7 @@ struct EndToEndTests {
         if let ratio = environment["TOUCHD_LATENCY_MAX_RATIO"], !ratio.isEmpty { arguments += ["--max-ratio", ratio] }
         if let floors = Self.buildFloors() {
             arguments += ["--floor-reader", floors.appendingPathComponent("floor-reader").path]
+            arguments += ["--floor-daemon", floors.appendingPathComponent("floor-daemon").path]
         }
         try await Self.runDriver(
             "latency against libinput", vm: ["--timeout", "600"], driver: arguments, needs: ["libinput"],
