@@ -367,11 +367,7 @@ final class LatencyComparison {
             "latency-floor: floor_p50_us=\(bottom) touchd_above_floor_us=\(ours - bottom) "
                 + "libinput_above_floor_us=\(theirs - bottom) touchd_over_floor=\(Self.format(Double(ours) / Double(bottom))) "
                 + "libinput_over_floor=\(Self.format(Double(theirs) / Double(bottom)))")
-        if let floorCPU = floor.cpuPerTap, let touchdCPU = touchd.cpuPerTap, let libinputCPU = libinput.cpuPerTap {
-            Console.line(
-                "reader-cpu-per-tap-floor: floor_us=\(floorCPU) touchd_us=\(touchdCPU) libinput_us=\(libinputCPU) "
-                    + "floor_timeslices_per_10_taps=\(floor.timeslicesPerTenTaps ?? 0)")
-        }
+        printFloorCPU(floor, line: "reader-cpu-per-tap-floor", key: "floor", touchd: touchd, libinput: libinput)
     }
 
     /// `--floor-daemon`: what a daemon with touchd's input and output and nothing between costs against
@@ -387,15 +383,21 @@ final class LatencyComparison {
             "latency-floor-daemon: floor_daemon_p50_us=\(bottom) floor_daemon_over_libinput="
                 + "\(Self.format(Double(bottom) / Double(theirs))) touchd_above_floor_daemon_us=\(ours - bottom) "
                 + "touchd_over_floor_daemon=\(Self.format(Double(ours) / Double(bottom)))")
-        if let daemonCPU = daemon.cpuPerTap, let touchdCPU = touchd.cpuPerTap, let libinputCPU = libinput.cpuPerTap {
-            Console.line(
-                "reader-cpu-per-tap-floor-daemon: floor_daemon_us=\(daemonCPU) touchd_us=\(touchdCPU) "
-                    + "libinput_us=\(libinputCPU) floor_daemon_timeslices_per_10_taps="
-                    + "\(daemon.timeslicesPerTenTaps ?? 0)")
-        }
+        printFloorCPU(
+            daemon, line: "reader-cpu-per-tap-floor-daemon", key: "floor_daemon", touchd: touchd, libinput: libinput)
         notes.append(
             "floor daemon (\(options.floorDaemon ?? "")) median \(bottom) µs (\(Percentiles(daemon.values)!), missing "
                 + "\(daemon.missing))")
+    }
+
+    /// A floor's CPU per tap beside touchd's and libinput's, as `LINE: KEY_us=… touchd_us=… libinput_us=…
+    /// KEY_timeslices_per_10_taps=…`; nothing when a reader has no measurement.
+    private func printFloorCPU(_ floor: Samples, line: String, key: String, touchd: Samples, libinput: Samples) {
+        guard let floorCPU = floor.cpuPerTap, let touchdCPU = touchd.cpuPerTap, let libinputCPU = libinput.cpuPerTap
+        else { return }
+        Console.line(
+            "\(line): \(key)_us=\(floorCPU) touchd_us=\(touchdCPU) libinput_us=\(libinputCPU) "
+                + "\(key)_timeslices_per_10_taps=\(floor.timeslicesPerTenTaps ?? 0)")
     }
 
     static func format(_ value: Double) -> String {
