@@ -4,7 +4,6 @@
 // latency through it costs is what any filter process costs in the test VM; what touchd takes beyond it is its own.
 //
 // usage: floor-filter PANEL-NAME   (built by scripts/vm/floors; ends when its parent does)
-#include <dirent.h>
 #include <fcntl.h>
 #include <libevdev/libevdev-uinput.h>
 #include <libevdev/libevdev.h>
@@ -17,6 +16,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "floor-panel.h"
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: floor-filter PANEL-NAME\n");
@@ -24,22 +25,8 @@ int main(int argc, char **argv) {
     }
     // Killed with its parent, so that a driver that dies never leaves the panel grabbed.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int fd = -1;
-    DIR *directory = opendir("/dev/input");
-    struct dirent *entry;
-    while (fd < 0 && directory && (entry = readdir(directory))) {
-        if (strncmp(entry->d_name, "event", 5) != 0) continue;
-        char node[300], name[256] = {0};
-        snprintf(node, sizeof node, "/dev/input/%s", entry->d_name);
-        int candidate = open(node, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (candidate < 0) continue;
-        if (ioctl(candidate, EVIOCGNAME(sizeof name - 1), name) >= 0 && strcmp(name, argv[1]) == 0) {
-            fd = candidate;
-        } else {
-            close(candidate);
-        }
-    }
-    if (directory) closedir(directory);
+    char node[300];
+    int fd = open_panel(argv[1], node, sizeof node);
     if (fd < 0) {
         fprintf(stderr, "floor-filter: no input device named '%s'\n", argv[1]);
         return 1;

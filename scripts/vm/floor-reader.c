@@ -8,7 +8,6 @@
 // BEFORE and AFTER (default 0) add that many clock_gettime(CLOCK_MONOTONIC) calls per frame before its line is written
 // and after: what a clock read costs the reader's latency and CPU in the guest, whose clock source (HPET) leaves the
 // vDSO to a real system call.
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/input.h>
 #include <poll.h>
@@ -19,30 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "floor-panel.h"
+
 static void read_clock(int times) {
     struct timespec now;
     for (int i = 0; i < times; i++) clock_gettime(CLOCK_MONOTONIC, &now);
-}
-
-static int open_panel(const char *wanted, char *node, size_t size) {
-    DIR *directory = opendir("/dev/input");
-    if (!directory) return -1;
-    int found = -1;
-    struct dirent *entry;
-    while (found < 0 && (entry = readdir(directory))) {
-        if (strncmp(entry->d_name, "event", 5) != 0) continue;
-        snprintf(node, size, "/dev/input/%s", entry->d_name);
-        int fd = open(node, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) continue;
-        char name[256] = {0};
-        if (ioctl(fd, EVIOCGNAME(sizeof name - 1), name) >= 0 && strcmp(name, wanted) == 0) {
-            found = fd;
-        } else {
-            close(fd);
-        }
-    }
-    closedir(directory);
-    return found;
 }
 
 int main(int argc, char **argv) {
