@@ -623,20 +623,23 @@ final class FilterRun {
         let twin = samples[.touchd] ?? []
         let direct = samples[.direct] ?? []
         let floor = samples[.floor] ?? []
-        let ratio = median(twin) / median(direct)
+        let twinMedian = median(twin)
+        let directMedian = median(direct)
+        let floorMedian = median(floor)
+        let ratio = twinMedian / directMedian
         var text =
             "app-visible latency, uinput write → debug-events TOUCH_DOWN: through the twin median "
-            + "\(format(median(twin))) ms (\(twin.count) taps), panel read directly median "
-            + "\(format(median(direct))) ms (\(direct.count) taps), ratio \(format(ratio))"
+            + "\(format(twinMedian)) ms (\(twin.count) taps), panel read directly median "
+            + "\(format(directMedian)) ms (\(direct.count) taps), ratio \(format(ratio))"
         if options.floorFilter != nil {
+            let floorRatio = floorMedian / directMedian
             text +=
-                "; through the floor filter's twin median \(format(median(floor))) ms (\(floor.count) taps), ratio "
-                + "\(format(median(floor) / median(direct))) to the panel read directly, touchd's "
-                + "\(format(median(twin) / median(floor))) to the floor filter's"
+                "; through the floor filter's twin median \(format(floorMedian)) ms (\(floor.count) taps), ratio "
+                + "\(format(floorRatio)) to the panel read directly, touchd's "
+                + "\(format(twinMedian / floorMedian)) to the floor filter's"
             Console.line(
-                "filter-latency-floor: direct_ms=\(format(median(direct))) floor_filter_ms=\(format(median(floor))) "
-                    + "touchd_ms=\(format(median(twin))) floor_ratio=\(format(median(floor) / median(direct))) "
-                    + "touchd_ratio=\(format(ratio))")
+                "filter-latency-floor: direct_ms=\(format(directMedian)) floor_filter_ms=\(format(floorMedian)) "
+                    + "touchd_ms=\(format(twinMedian)) floor_ratio=\(format(floorRatio)) touchd_ratio=\(format(ratio))")
         }
         notes.append(text)
         let enough = twin.count >= 40 && direct.count >= 40 && (options.floorFilter == nil || floor.count >= 40)
