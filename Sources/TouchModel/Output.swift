@@ -207,6 +207,14 @@ public struct Output: Hashable, Sendable {
 
     public init() {}
 
+    /// Empties the output for the next call into the scene, keeping its arrays' room: a caller that hands the scene
+    /// one output on every frame makes and frees no array per frame.
+    public mutating func removeAllKeepingCapacity() {
+        entries.removeAllKeepingCapacity()
+        diagnostics.removeAllKeepingCapacity()
+        nextDeadline = nil
+    }
+
     /// The control events, in order.
     public var events: [ControlEventRecord] {
         entries.compactMap {

@@ -288,6 +288,14 @@ public struct Scene: Sendable {
         var output = Output()
         // A touch-down or a lift makes an event and an action or two: room for them without regrowing.
         output.entries.reserveCapacity(4)
+        handle(frame, into: &output)
+        return output
+    }
+
+    /// ``handle(_:)`` into `output`, which it empties first (keeping its arrays' room): the same output, written
+    /// where the caller keeps it, so that a caller with one output for every frame makes and frees no array per frame.
+    public mutating func handle(_ frame: Frame, into output: inout Output) {
+        output.removeAllKeepingCapacity()
         begin(at: frame.time, into: &output)
         if !recognizers.isEmpty {
             movesLaterInFrame = []
@@ -307,7 +315,7 @@ public struct Scene: Sendable {
                 if contacts.isEmpty { appAllLifted() } else { appContactsDown() }
             }
         }
-        return finish(output)
+        output.nextDeadline = nextDeadline
     }
 
     /// Moves time to `time` with no input: fires whatever was due (stuck contacts).
