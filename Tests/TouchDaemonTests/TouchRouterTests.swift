@@ -103,7 +103,8 @@ struct TouchRouterTests {
         let notes = router.handle(.deviceRemoved(id: 1), now: 5000)
         #expect(
             notes == [
-                .frame(Frame(time: Instant(microseconds: 5000), samples: [.cancelled(0)]), device: Self.device(1)),
+                .frame(
+                    Frame(time: Instant(microseconds: 5000), samples: [.cancelled(0)]), device: Self.device(1).sysname),
                 .removed(Self.device(1), wasUsed: true),
             ])
         #expect(router.activeContacts == [1])

@@ -9,7 +9,7 @@ import TouchModel
 extension Engine {
     /// A frame through the scene with its `contact` events for the watchers, after the frame's own effects.
     mutating func handleWatched(
-        _ frame: Frame, device: DeviceInfo?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
+        _ frame: Frame, device: String?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
     ) {
         // A lift or a cancel takes the contact out of the scene: what it touched is read before.
         var before: [ContactID: ContactInspection] = [:]
@@ -26,7 +26,7 @@ extension Engine {
             case .ended, .cancelled: seen = before[sample.contact]
             }
             let event = contactEvent(
-                sample, seen: seen, output: output, time: frame.time, device: device?.sysname)
+                sample, seen: seen, output: output, time: frame.time, device: device)
             effects.append(
                 .control(.event(ControlEvent(recipients: recipients, members: event.members, coalescingKey: event.key)))
             )

@@ -18,7 +18,8 @@ enum Effect: Sendable {
     /// Tell systemd something (sd_notify).
     case notify(Notification)
     /// A reload was taken: hand over what is pending under the old targets, then configure the executors for these.
-    case configureExecutors(Configuration)
+    /// Boxed: a configuration is larger than any other payload, and inline it made every effect as large (issue 17).
+    indirect case configureExecutors(Configuration)
     /// The scene's output as it came, for an observer (`touchd simulate` prints it); only when the engine was made
     /// with `observesOutput`. `time` is the input's or the deadline's time.
     case output(Output, at: Instant)
@@ -113,6 +114,10 @@ struct Engine {
     var filter = FilterState()
     /// Set when a device came, went or was left out, so the status is rebuilt only then, not on every touch.
     private var devicesChanged = false
+    /// The router's notes of the event being handled, kept empty between calls: one array for every event.
+    private var routerNotes: [TouchRouter.Note] = []
+    /// The scene's output of the frame being handled, kept empty between frames: one output for every frame.
+    private var sceneOutput = Output()
 
     /// Starts with a configuration and the scene made from it (the caller made it, to report a scene that cannot be
     /// built before anything starts).
@@ -134,10 +139,28 @@ struct Engine {
     /// read at, used for the router's own notes (a removed device's cancellations).
     mutating func handle(_ events: [InputEvent], now: UInt64) -> [Effect] {
         var effects: [Effect] = []
-        // By position, not `for event in`: each event is read where it lies, not copied out first.
-        for index in events.indices {
-            let notes = router.handle(events[index], now: now)
-            if case .eventsLost = events[index] {
+        handle(events, now: now, into: &effects)
+        return effects
+    }
+
+    /// ``handle(_:now:)`` appending to `effects`: the input loop's way, with one array of effects kept for every
+    /// batch (issue 17: no array made and freed per frame on a touch's path).
+    mutating func handle(_ events: [InputEvent], now: UInt64, into effects: inout [Effect]) {
+        var events = events
+        handle(taking: &events, now: now, into: &effects)
+    }
+
+    /// ``handle(_:now:into:)`` taking the events out of `events`, which it leaves empty with its room kept: the input
+    /// loop's way. Each event, each router note and each scene output is moved from one step to the next, never
+    /// copied: a copy of one of these enums is a call to its copy witness, a switch over every case (issue 17).
+    mutating func handle(taking events: inout [InputEvent], now: UInt64, into effects: inout [Effect]) {
+        // The router's notes go into one array kept between batches, taken out of the engine while it is read (the
+        // loop below changes the engine).
+        var notes = routerNotes
+        routerNotes = []
+        events.drainInOrder { event in
+            router.handle(event, now: now, into: &notes)
+            if case .eventsLost = event {
                 // The router answers with the cancellations (fault-cases.md D5); say so before they go out.
                 let cancelled = notes.reduce(0) { count, note in
                     if case .frame(let frame, _) = note { count + frame.samples.count } else { count }
@@ -147,45 +170,48 @@ struct Engine {
                         .warning, "input events were lost (SYN_DROPPED); contacts that were down are cancelled",
                         ["contacts": "\(cancelled)"]))
             }
-            for note in notes {
-                switch note {
-                case .frame(let frame, let device):
-                    statistics.frames &+= 1
-                    handleFrame(frame, device: device, fromInput: true, now: now, into: &effects)
-                case .accepted(let device):
-                    devicesChanged = true
-                    var metadata = Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 }
-                    if let mapper = router.mapper(for: device.id) {
-                        metadata.merge(Self.matrixMetadata(device, mapper)) { $1 }
-                    }
-                    effects.append(.log(.info, "touchscreen added", metadata))
-                    broadcastDevice("added", device, into: &effects)
-                case .ignored(let device, let reason):
-                    var metadata = Self.metadata(of: device)
-                    metadata["reason"] = "\(reason)"
-                    metadata[MessageID.metadataKey] = "\(MessageID.deviceIgnored)"
-                    effects.append(.log(.info, "input device ignored", metadata))
-                    broadcastDevice("ignored", device, reason: "\(reason)", into: &effects)
-                case .removed(let device, let wasUsed):
-                    devicesChanged = true
-                    guard wasUsed else {
-                        if logsDebug { effects.append(.log(.debug, "input device removed", Self.metadata(of: device))) }
-                        continue
-                    }
-                    effects.append(
-                        .log(
-                            .info, "touchscreen removed",
-                            Self.metadata(of: device).merging(MessageID.deviceRemoved.metadata) { $1 }))
-                    broadcastDevice("removed", device, into: &effects)
-                    if router.touchscreens.isEmpty { effects.append(waitingLine) }
-                }
-            }
+            notes.drainInOrder { note in handle(note, now: now, into: &effects) }
         }
+        routerNotes = notes
         if devicesChanged {
             planFilter(into: &effects)
             statusIfChanged(into: &effects)
         }
-        return effects
+    }
+
+    /// One note of the router's, moved in.
+    private mutating func handle(_ note: consuming TouchRouter.Note, now: UInt64, into effects: inout [Effect]) {
+        switch consume note {
+        case .frame(let frame, let device):
+            statistics.frames &+= 1
+            handleFrame(frame, device: device, fromInput: true, now: now, into: &effects)
+        case .accepted(let device):
+            devicesChanged = true
+            var metadata = Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 }
+            if let mapper = router.mapper(for: device.id) {
+                metadata.merge(Self.matrixMetadata(device, mapper)) { $1 }
+            }
+            effects.append(.log(.info, "touchscreen added", metadata))
+            broadcastDevice("added", device, into: &effects)
+        case .ignored(let device, let reason):
+            var metadata = Self.metadata(of: device)
+            metadata["reason"] = "\(reason)"
+            metadata[MessageID.metadataKey] = "\(MessageID.deviceIgnored)"
+            effects.append(.log(.info, "input device ignored", metadata))
+            broadcastDevice("ignored", device, reason: "\(reason)", into: &effects)
+        case .removed(let device, let wasUsed):
+            devicesChanged = true
+            guard wasUsed else {
+                if logsDebug { effects.append(.log(.debug, "input device removed", Self.metadata(of: device))) }
+                return
+            }
+            effects.append(
+                .log(
+                    .info, "touchscreen removed",
+                    Self.metadata(of: device).merging(MessageID.deviceRemoved.metadata) { $1 }))
+            broadcastDevice("removed", device, into: &effects)
+            if router.touchscreens.isEmpty { effects.append(waitingLine) }
+        }
     }
 
     /// A frame already in output pixels, from no device: a touch script's (`touchd simulate`), which is written
@@ -200,13 +226,19 @@ struct Engine {
     /// Every frame goes to the scene here: around it, `[idle]`'s clock (a touch-down wakes, a last lift starts it) and,
     /// only while a controller watches live contacts, the monitor's lines (Engine+Monitor.swift).
     private mutating func handleFrame(
-        _ frame: Frame, device: DeviceInfo?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
+        _ frame: Frame, device: String?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
     ) {
         idleBeforeFrame(frame, fromInput: fromInput, now: now, into: &effects)
         if subscriptions.watchesContacts {
             handleWatched(frame, device: device, fromInput: fromInput, now: now, into: &effects)
         } else {
-            deliver(scene.handle(frame), at: frame.time, device: device, fromInput: fromInput, now: now, into: &effects)
+            // Into the one output kept for every frame, taken out of the engine while `deliver` changes the engine.
+            var output = sceneOutput
+            sceneOutput = Output()
+            scene.handle(frame, into: &output)
+            deliver(taking: &output, at: frame.time, device: device, fromInput: fromInput, now: now, into: &effects)
+            output.removeAllKeepingCapacity()
+            sceneOutput = output
         }
         idleAfterFrame(at: frame.time)
     }
@@ -422,18 +454,27 @@ struct Engine {
     /// Turns the scene's output into effects: deliveries for the configured targets, events for subscribers, debug
     /// lines, and diagnostics at their level (rate-limited above debug).
     mutating func deliver(
-        _ output: Output, at time: Instant, device: DeviceInfo?, fromInput: Bool, now: UInt64,
+        _ output: consuming Output, at time: Instant, device: String?, fromInput: Bool, now: UInt64,
+        into effects: inout [Effect]
+    ) {
+        deliver(taking: &output, at: time, device: device, fromInput: fromInput, now: now, into: &effects)
+    }
+
+    /// ``deliver(_:at:device:fromInput:now:into:)`` taking the entries out of `output` (moved, not copied: issue 17),
+    /// which keeps its room for the next frame.
+    mutating func deliver(
+        taking output: inout Output, at time: Instant, device: String?, fromInput: Bool, now: UInt64,
         into effects: inout [Effect]
     ) {
         sceneDeadline = output.nextDeadline
         if observesOutput { effects.append(.output(output, at: time)) }
         var appRecords: [AppTouchRecord] = []
         defer { forward(appRecords, into: &effects) }
-        for entry in output.entries {
+        output.entries.drainInOrder { entry in
             switch entry {
             case .event(let record):
                 statistics.controlEvents &+= 1
-                guard logsDebug else { continue }
+                guard logsDebug else { return }
                 effects.append(
                     .log(
                         .debug, "control event",
@@ -443,7 +484,7 @@ struct Engine {
                         ]))
             case .gesture(let record):
                 statistics.gestureEvents &+= 1
-                guard logsDebug else { continue }
+                guard logsDebug else { return }
                 effects.append(
                     .log(
                         .debug, "gesture event",
@@ -458,10 +499,10 @@ struct Engine {
                 // Only a subscriber's scene target stands for a connection: with none, every action is a delivery.
                 if !subscriptions.subscriptions.isEmpty,
                     let event = ControlSubscriptions.event(
-                        for: action, configuration: configuration, device: device?.sysname, generation: generation)
+                        for: action, configuration: configuration, device: device, generation: generation)
                 {
                     effects.append(.control(.event(event)))
-                    continue
+                    return
                 }
                 statistics.actions &+= 1
                 dispatch(action, device: device, fromInput: fromInput, into: &effects)
@@ -471,14 +512,14 @@ struct Engine {
     }
 
     private mutating func dispatch(
-        _ action: ResolvedAction, device: DeviceInfo?, fromInput: Bool, into effects: inout [Effect]
+        _ action: ResolvedAction, device: String?, fromInput: Bool, into effects: inout [Effect]
     ) {
         // The target by position and the event's name before the delivery moves into its effect: no copy of the
         // target's definition or of the delivery on every action (issue 17).
         guard let targetName = action.target,
             let target = configuration.targets.firstIndex(where: { $0.name == targetName }),
             let delivery = ActionDelivery(
-                action, configuration: configuration, device: device?.sysname, generation: generation)
+                action, configuration: configuration, device: device, generation: generation)
         else {
             statistics.unhandledActions &+= 1
             if logsDebug {

@@ -66,7 +66,9 @@ struct TouchEvent: Hashable, Sendable {
 
 /// What the input layer hands to the daemon, in the order libinput reported it.
 enum InputEvent: Hashable, Sendable {
-    case deviceAdded(DeviceInfo)
+    /// Boxed: a device's description is larger than a touch event, and inline it made every event as large, on every
+    /// touch's path (issue 17).
+    indirect case deviceAdded(DeviceInfo)
     case deviceRemoved(id: Int)
     case touch(TouchEvent)
     /// The kernel dropped events (SYN_DROPPED) before the events that follow: the device's state was resynced, but

@@ -171,19 +171,25 @@ final class LibinputContext {
 
     /// Reads what the kernel has for libinput and returns the decoded events, in order. Never blocks.
     func dispatch() -> [InputEvent] {
+        var events: [InputEvent] = []
+        events.reserveCapacity(8)  // a frame of two contacts, without regrowing
+        dispatch(into: &events)
+        return events
+    }
+
+    /// ``dispatch()`` appending to `events`: the input loop's way, with one array kept for every wake-up, so that a
+    /// touch's path makes and frees no array of events (issue 17).
+    func dispatch(into events: inout [InputEvent]) {
         let droppedBefore = relay.synDropped.load(ordering: .relaxed)
         if libinput_dispatch(libinput) != 0 {
             relay.logger.warning("libinput_dispatch failed", metadata: ["errno": "\(Self.errnoText())"])
         }
-        var events: [InputEvent] = []
-        events.reserveCapacity(8)  // a frame of two contacts, without regrowing
         // libinput logs SYN_DROPPED while it reads the device, before it queues the resynced events.
         if relay.synDropped.load(ordering: .relaxed) != droppedBefore { events.append(.eventsLost(device: nil)) }
         while let event = libinput_get_event(libinput) {
             defer { libinput_event_destroy(event) }
             if let decoded = decode(event) { events.append(decoded) }
         }
-        return events
     }
 
     private func decode(_ event: OpaquePointer) -> InputEvent? {

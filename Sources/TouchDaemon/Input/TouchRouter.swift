@@ -7,14 +7,17 @@ import TouchModel
 struct TouchRouter {
     /// What happened, for the daemon to log, count and feed to the scene.
     enum Note: Hashable, Sendable {
-        /// A frame for the scene; `device` is the touchscreen it came from.
-        case frame(Frame, device: DeviceInfo)
-        /// A touchscreen that will be used.
-        case accepted(DeviceInfo)
+        /// A frame for the scene; `device` is the sysname of the touchscreen it came from. The name alone, not the
+        /// device's whole description: a frame is on every touch's path, and copying a ``DeviceInfo`` (strings and
+        /// arrays) out of the note was a witness of its own there (issue 17).
+        case frame(Frame, device: String)
+        /// A touchscreen that will be used. (The device notes are boxed: inline, a device's description made every
+        /// note as large, frames included.)
+        indirect case accepted(DeviceInfo)
         /// A device that will not be used, and why.
-        case ignored(DeviceInfo, reason: String)
+        indirect case ignored(DeviceInfo, reason: String)
         /// A device went away. Its contacts, if any were down, arrive as a frame of cancellations just before.
-        case removed(DeviceInfo, wasUsed: Bool)
+        indirect case removed(DeviceInfo, wasUsed: Bool)
     }
 
     private var output: Configuration.Output
@@ -76,13 +79,20 @@ struct TouchRouter {
     }
 
     mutating func handle(_ event: InputEvent, now: UInt64) -> [Note] {
+        var notes: [Note] = []
+        handle(event, now: now, into: &notes)
+        return notes
+    }
+
+    /// Appends what `event` caused to `notes`: the input loop's way, with one array kept for every event, so that a
+    /// touch event (which most often causes nothing until its frame) makes and frees no array (issue 17).
+    mutating func handle(_ event: InputEvent, now: UInt64, into notes: inout [Note]) {
         switch event {
         case .deviceAdded(let info):
             known[info.id] = info
-            return [evaluate(info)]
+            notes.append(evaluate(info))
         case .deviceRemoved(let id):
-            guard let info = known.removeValue(forKey: id) else { return [] }
-            var notes: [Note] = []
+            guard let info = known.removeValue(forKey: id) else { return }
             let wasUsed = mappers.removeValue(forKey: id) != nil
             pending[id] = nil
             origins.removeAll { $1.device == id }
@@ -93,14 +103,14 @@ struct TouchRouter {
                 if orphaned.remove(contact) == nil { cancellations.append(.cancelled(contact)) }
             }
             if !cancellations.isEmpty {
-                notes.append(.frame(Frame(time: Instant(microseconds: now), samples: cancellations), device: info))
+                notes.append(
+                    .frame(Frame(time: Instant(microseconds: now), samples: cancellations), device: info.sysname))
             }
             notes.append(.removed(info, wasUsed: wasUsed))
-            return notes
         case .touch(let touch):
-            return handle(touch)
+            handle(touch, into: &notes)
         case .eventsLost(let device):
-            return eventsLost(device: device, now: now)
+            notes.append(contentsOf: eventsLost(device: device, now: now))
         }
     }
 
@@ -116,7 +126,9 @@ struct TouchRouter {
             byDevice[owner, default: []].append(.cancelled(contact))
         }
         return byDevice.keys.sorted().compactMap { id in
-            known[id].map { .frame(Frame(time: Instant(microseconds: now), samples: byDevice[id]!), device: $0) }
+            known[id].map {
+                .frame(Frame(time: Instant(microseconds: now), samples: byDevice[id]!), device: $0.sysname)
+            }
         }
     }
 
@@ -155,34 +167,34 @@ struct TouchRouter {
         return .accepted(info)
     }
 
-    private mutating func handle(_ touch: TouchEvent) -> [Note] {
+    private mutating func handle(_ touch: TouchEvent, into notes: inout [Note]) {
         guard let mapper = mappers[touch.device] else {
             droppedEvents &+= 1
-            return []
+            return
         }
         let contact = touch.seatSlot
         switch touch.kind {
         case .frame:
             guard let samples = pending.removeValue(forKey: touch.device), !samples.isEmpty,
-                let info = known[touch.device]
-            else { return [] }
-            return [.frame(Frame(time: Instant(microseconds: touch.time), samples: samples), device: info)]
+                let known = known.index(forKey: touch.device)
+            else { return }
+            let sysname = self.known[valueAt: known].sysname
+            notes.append(.frame(Frame(time: Instant(microseconds: touch.time), samples: samples), device: sysname))
         case .down:
             orphaned.remove(contact)
             active[contact] = touch.device
             origins[contact] = (touch.device, touch.slot)
             append(.began(contact, at: position(touch, mapper)), for: touch.device)
         case .motion:
-            guard !isOrphaned(contact) else { return [] }
+            guard !isOrphaned(contact) else { return }
             append(.moved(contact, to: position(touch, mapper)), for: touch.device)
         case .up, .cancel:
             let wasOrphaned = isOrphaned(contact)
             active[contact] = nil
             orphaned.remove(contact)
-            guard !wasOrphaned else { return [] }
+            guard !wasOrphaned else { return }
             append(touch.kind == .up ? .ended(contact) : .cancelled(contact), for: touch.device)
         }
-        return []
     }
 
     private mutating func isOrphaned(_ contact: ContactID) -> Bool {

@@ -129,6 +129,12 @@ final class Daemon {
             lockIndex = descriptors.count
             descriptors.append(pollfd(fd: instanceLock.fileDescriptor, events: Int16(POLLIN), revents: 0))
         }
+        // One array of events and one of effects for every wake-up, emptied with their room kept: a touch's path
+        // makes and frees neither (issue 17).
+        var events: [InputEvent] = []
+        events.reserveCapacity(8)
+        var effects: [Effect] = []
+        effects.reserveCapacity(8)
         while true {
             pingWatchdogIfDue()
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout())
@@ -154,7 +160,9 @@ final class Daemon {
                 }
             }
             if descriptors[0].revents != 0 {
-                perform(engine.handle(input.dispatch(), now: wokeAt))
+                input.dispatch(into: &events)
+                engine.handle(taking: &events, now: wokeAt, into: &effects)
+                perform(taking: &effects)
                 // At once, before the loop's other work: a tap's message is what the kiosk app waits for (issue 17).
                 handOver()
             }
@@ -194,8 +202,15 @@ final class Daemon {
     // MARK: - Effects
 
     /// Does what the engine decided, in order. Deliveries and control messages wait for the batch's hand-over.
-    private func perform(_ effects: [Effect]) {
-        for effect in effects {
+    private func perform(_ effects: consuming [Effect]) {
+        perform(taking: &effects)
+    }
+
+    /// ``perform(_:)`` taking the effects out of `effects`, which it leaves empty with its room kept: the input loop's
+    /// way. Each effect is moved out, never copied (a copy of an effect is a call to its copy witness, a switch over
+    /// every case, and a delivery's seven strings retained and released again: issue 17).
+    private func perform(taking effects: inout [Effect]) {
+        effects.drainInOrder { effect in
             switch effect {
             case .deliver(let delivery, let executor, let fromInput):
                 switch executor {
@@ -221,7 +236,7 @@ final class Daemon {
             case .reloadConfiguration(let requester):
                 reloadRequesters.append(requester)
             case .filterDevices(let devices, let cancelWith):
-                guard let input else { continue }
+                guard let input else { return }
                 perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith)))
             case .forward(let frame):
                 // Same loop turn as the input frame: no thread hop on the application's path.
@@ -249,17 +264,17 @@ final class Daemon {
         if !socketOutbox.isEmpty || !commandOutbox.isEmpty {
             executors.submit(sockets: socketOutbox, commands: commandOutbox)
             let now = monotonicMicroseconds()
-            socketOutbox.removeAll(keepingCapacity: true)
-            commandOutbox.removeAll(keepingCapacity: true)
+            socketOutbox.removeAllKeepingCapacity()
+            commandOutbox.removeAllKeepingCapacity()
             for time in inputTimes {
                 processing.record(now.saturatingSubtract(time))
                 handling.record(now.saturatingSubtract(wokeAt))
             }
-            inputTimes.removeAll(keepingCapacity: true)
+            inputTimes.removeAllKeepingCapacity()
         }
         if !controlOutbox.isEmpty {
             control?.post(controlOutbox)
-            controlOutbox.removeAll(keepingCapacity: true)
+            controlOutbox.removeAllKeepingCapacity()
         }
     }
 
