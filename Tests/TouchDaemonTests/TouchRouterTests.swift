@@ -59,6 +59,27 @@ struct TouchRouterTests {
         #expect(router.activeContacts == [1])
     }
 
+    /// The router lends a device's array of samples to the frame that carries them and reuses it for the next batch
+    /// (issue 17): a frame that is kept must not change, and each batch holds only its own samples.
+    @Test func aKeptFrameKeepsItsSamplesWhileTheNextBatchIsRead() {
+        var router = TouchRouter(output: Self.output, allowList: [])
+        _ = router.handle(.deviceAdded(Self.device(1)), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 0, x: 0.5, y: 0.5), now: 0)
+        let first = Self.frames(router.handle(Self.touch(.frame), now: 0))
+        _ = router.handle(Self.touch(.motion, slot: 0, x: 0.25, y: 0.5), now: 0)
+        _ = router.handle(Self.touch(.down, slot: 1, x: 0.75, y: 0.5), now: 0)
+        let second = Self.frames(router.handle(Self.touch(.frame, time: 2000), now: 0))
+        // A frame with nothing since the last one is not passed on, and does not pass the last batch on again.
+        #expect(Self.frames(router.handle(Self.touch(.frame, time: 3000), now: 0)).isEmpty)
+        _ = router.handle(Self.touch(.up, slot: 0), now: 0)
+        let third = Self.frames(router.handle(Self.touch(.frame, time: 4000), now: 0))
+        #expect(first.map { $0.samples.map(\.phase) } == [[.began]])
+        #expect(second.map { $0.samples.map(\.phase) } == [[.moved, .began]])
+        #expect(second.map { $0.samples.map(\.contact) } == [[0, 1]])
+        #expect(third.map { $0.samples.map(\.phase) } == [[.ended]])
+        #expect(third.map { $0.samples.map(\.contact) } == [[0]])
+    }
+
     @Test func anEmptyFrameIsNotPassedOn() {
         var router = TouchRouter(output: Self.output, allowList: [])
         _ = router.handle(.deviceAdded(Self.device(1)), now: 0)

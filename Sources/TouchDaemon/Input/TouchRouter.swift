@@ -27,7 +27,7 @@ struct TouchRouter {
     /// The used touchscreens and where each lands on the output.
     private var mappers: SmallMap<Int, CoordinateMapper> = [:]
     /// Samples of each device waiting for its TOUCH_FRAME.
-    private var pending: SmallMap<Int, [ContactSample]> = [:]
+    private var pending: SmallMap<Int, PendingSamples> = [:]
     /// Contacts that are down: seat slot → device.
     private var active: SmallMap<ContactID, Int> = [:]
     /// Contacts still down that the scene no longer knows (their device stopped being used or the configuration was
@@ -38,6 +38,16 @@ struct TouchRouter {
     /// Where each contact last went down: its device and the device's own slot (−1 on single-touch devices). Kept
     /// after the lift, for the application's copy of a touch that outlives its contact (filter mode).
     private var origins: SmallMap<ContactID, (device: Int, slot: Int)> = [:]
+
+    /// A device's samples since its last frame. The array is lent to the frame that carries them (`sent`) and emptied,
+    /// keeping its room, when the device's next sample comes: by then the frame has been handled and the array is the
+    /// router's alone again, so a touch's path makes and frees no array per frame (issue 17). Had the frame been kept,
+    /// emptying would copy the array first: a lent array never changes under its frame.
+    private struct PendingSamples {
+        var samples: [ContactSample]
+        /// The samples went out in a frame: the next sample starts a new batch.
+        var sent = false
+    }
 
     init(output: Configuration.Output, allowList: [Configuration.DeviceMatch]) {
         self.output = output
@@ -175,9 +185,12 @@ struct TouchRouter {
         let contact = touch.seatSlot
         switch touch.kind {
         case .frame:
-            guard let samples = pending.removeValue(forKey: touch.device), !samples.isEmpty,
-                let known = known.index(forKey: touch.device)
-            else { return }
+            guard let batch = pending.index(forKey: touch.device), !pending[valueAt: batch].sent else { return }
+            pending[valueAt: batch].sent = true
+            guard !pending[valueAt: batch].samples.isEmpty, let known = known.index(forKey: touch.device) else {
+                return
+            }
+            let samples = pending[valueAt: batch].samples
             let sysname = self.known[valueAt: known].sysname
             notes.append(.frame(Frame(time: Instant(microseconds: touch.time), samples: samples), device: sysname))
         case .down:
@@ -204,7 +217,15 @@ struct TouchRouter {
     }
 
     private mutating func append(_ sample: ContactSample, for device: Int) {
-        pending[device, default: []].append(sample)
+        guard let batch = pending.index(forKey: device) else {
+            pending[device] = PendingSamples(samples: [sample])
+            return
+        }
+        if pending[valueAt: batch].sent {
+            pending[valueAt: batch].samples.removeAllKeepingCapacity()
+            pending[valueAt: batch].sent = false
+        }
+        pending[valueAt: batch].samples.append(sample)
     }
 
     /// The output position, or a point the scene rejects as invalid when libinput gave no finite position.
