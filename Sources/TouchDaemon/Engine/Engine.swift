@@ -471,44 +471,53 @@ struct Engine {
         var appRecords: [AppTouchRecord] = []
         defer { forward(appRecords, into: &effects) }
         output.entries.drainInOrder { entry in
-            switch entry {
-            case .event(let record):
-                statistics.controlEvents &+= 1
-                guard logsDebug else { return }
-                effects.append(
-                    .log(
-                        .debug, "control event",
-                        [
-                            "control.id": "\(record.control)", "event": "\(configuration.name(of: record.event))",
-                            "contact": "\(record.contact.map { "\($0)" } ?? "-")", "state": "\(record.state)",
-                        ]))
-            case .gesture(let record):
-                statistics.gestureEvents &+= 1
-                guard logsDebug else { return }
-                effects.append(
-                    .log(
-                        .debug, "gesture event",
-                        [
-                            "gesture.id": "\(record.gesture)", "event": "\(record.event)",
-                            "state": "\(record.state.rawValue)",
-                            "contacts": "\(record.contacts.map(String.init).joined(separator: ","))",
-                        ]))
-            case .app(let record):
-                appRecords.append(record)
-            case .action(let action):
-                // Only a subscriber's scene target stands for a connection: with none, every action is a delivery.
-                if !subscriptions.subscriptions.isEmpty,
-                    let event = ControlSubscriptions.event(
-                        for: action, configuration: configuration, device: device, generation: generation)
-                {
-                    effects.append(.control(.event(event)))
-                    return
-                }
-                statistics.actions &+= 1
-                dispatch(action, device: device, fromInput: fromInput, into: &effects)
-            }
+            deliver(entry, device: device, fromInput: fromInput, appRecords: &appRecords, into: &effects)
         }
         for diagnostic in output.diagnostics { report(diagnostic, now: now, into: &effects) }
+    }
+
+    /// One entry of the scene's output, moved in: a method rather than the body of the drain's closure, because only
+    /// a method's parameter can be matched by `switch consume`, which moves the payload out instead of copying it.
+    private mutating func deliver(
+        _ entry: consuming Output.Entry, device: String?, fromInput: Bool, appRecords: inout [AppTouchRecord],
+        into effects: inout [Effect]
+    ) {
+        switch consume entry {
+        case .event(let record):
+            statistics.controlEvents &+= 1
+            guard logsDebug else { return }
+            effects.append(
+                .log(
+                    .debug, "control event",
+                    [
+                        "control.id": "\(record.control)", "event": "\(configuration.name(of: record.event))",
+                        "contact": "\(record.contact.map { "\($0)" } ?? "-")", "state": "\(record.state)",
+                    ]))
+        case .gesture(let record):
+            statistics.gestureEvents &+= 1
+            guard logsDebug else { return }
+            effects.append(
+                .log(
+                    .debug, "gesture event",
+                    [
+                        "gesture.id": "\(record.gesture)", "event": "\(record.event)",
+                        "state": "\(record.state.rawValue)",
+                        "contacts": "\(record.contacts.map(String.init).joined(separator: ","))",
+                    ]))
+        case .app(let record):
+            appRecords.append(record)
+        case .action(let action):
+            // Only a subscriber's scene target stands for a connection: with none, every action is a delivery.
+            if !subscriptions.subscriptions.isEmpty,
+                let event = ControlSubscriptions.event(
+                    for: action, configuration: configuration, device: device, generation: generation)
+            {
+                effects.append(.control(.event(event)))
+                return
+            }
+            statistics.actions &+= 1
+            dispatch(action, device: device, fromInput: fromInput, into: &effects)
+        }
     }
 
     private mutating func dispatch(

@@ -210,47 +210,52 @@ final class Daemon {
     /// way. Each effect is moved out, never copied (a copy of an effect is a call to its copy witness, a switch over
     /// every case, and a delivery's seven strings retained and released again: issue 17).
     private func perform(taking effects: inout [Effect]) {
-        effects.drainInOrder { effect in
-            switch effect {
-            case .deliver(let delivery, let executor, let fromInput):
-                switch executor {
-                case .socket: socketOutbox.append(delivery)
-                case .exec: commandOutbox.append(delivery)
-                }
-                if fromInput { inputTimes.append(delivery.timeMicroseconds) }
-            case .control(let message):
-                controlOutbox.append(message)
-            case .log(let level, let message, let metadata):
-                logger.log(level: level, "\(message)", metadata: metadata.isEmpty ? nil : metadata)
-            case .notify(.ready(let status)):
-                notifier.ready(status: status)
-            case .notify(.status(let status)):
-                notifier.status(status)
-            case .configureExecutors(let configuration):
-                // What the old configuration caused goes out under the old targets first.
-                handOver()
-                control?.setGeneration(engine.generation)
-                executors.configure(configuration)
-            case .output, .idle:
-                break  // only an observer asks for them (the engine is not made with observesOutput here)
-            case .reloadConfiguration(let requester):
-                reloadRequesters.append(requester)
-            case .filterDevices(let devices, let cancelWith):
-                guard let input else { return }
-                perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith)))
-            case .forward(let frame):
-                // Same loop turn as the input frame: no thread hop on the application's path.
-                if let code = input?.forward(frame) {
-                    // A twin that stopped taking frames fails on every touch: say so once, then every 1000th time.
-                    forwardFailures &+= 1
-                    if forwardFailures == 1 || forwardFailures % 1000 == 0 {
-                        logger.warning(
-                            "cannot forward a frame to the application",
-                            metadata: [
-                                "device": "\(frame.device)", "errno": "\(LibinputContext.errnoText(code))",
-                                "failures": "\(forwardFailures)",
-                            ])
-                    }
+        effects.drainInOrder { effect in perform(one: effect) }
+    }
+
+    /// One effect, moved in (only a method's parameter can be matched by `switch consume`, which moves a delivery out
+    /// of its effect instead of copying it through the runtime's tuple witness).
+    private func perform(one effect: consuming Effect) {
+        switch consume effect {
+        case .deliver(let delivery, let executor, let fromInput):
+            // The time first: then the delivery's last use is the append, which takes it without a copy.
+            if fromInput { inputTimes.append(delivery.timeMicroseconds) }
+            switch executor {
+            case .socket: socketOutbox.append(delivery)
+            case .exec: commandOutbox.append(delivery)
+            }
+        case .control(let message):
+            controlOutbox.append(message)
+        case .log(let level, let message, let metadata):
+            logger.log(level: level, "\(message)", metadata: metadata.isEmpty ? nil : metadata)
+        case .notify(.ready(let status)):
+            notifier.ready(status: status)
+        case .notify(.status(let status)):
+            notifier.status(status)
+        case .configureExecutors(let configuration):
+            // What the old configuration caused goes out under the old targets first.
+            handOver()
+            control?.setGeneration(engine.generation)
+            executors.configure(configuration)
+        case .output, .idle:
+            break  // only an observer asks for them (the engine is not made with observesOutput here)
+        case .reloadConfiguration(let requester):
+            reloadRequesters.append(requester)
+        case .filterDevices(let devices, let cancelWith):
+            guard let input else { return }
+            perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith)))
+        case .forward(let frame):
+            // Same loop turn as the input frame: no thread hop on the application's path.
+            if let code = input?.forward(frame) {
+                // A twin that stopped taking frames fails on every touch: say so once, then every 1000th time.
+                forwardFailures &+= 1
+                if forwardFailures == 1 || forwardFailures % 1000 == 0 {
+                    logger.warning(
+                        "cannot forward a frame to the application",
+                        metadata: [
+                            "device": "\(frame.device)", "errno": "\(LibinputContext.errnoText(code))",
+                            "failures": "\(forwardFailures)",
+                        ])
                 }
             }
         }
