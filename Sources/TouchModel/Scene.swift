@@ -487,16 +487,20 @@ public struct Scene: Sendable {
 
     /// The lift of the tracked contact: the table's events, then the kind's.
     mutating func lift(_ index: Int, contact: ContactID, at location: Point, into output: inout Output) {
-        let control = slots[index].control
-        let input = ControlTracker.input(forLiftAt: location, in: control.shape, outset: control.dragOutset)
+        // What the lift decides on, as it is now: the kind and the value (not a copy of the whole control, whose
+        // shape is a copy of its own on every lift: issue 17). The shape does not change while the contact lifts.
+        let kind = slots[index].control.kind
+        let value = slots[index].control.value
+        let input = ControlTracker.input(
+            forLiftAt: location, in: slots[index].control.shape, outset: slots[index].control.dragOutset)
         slots[index].contact = nil
         slots[index].serial = nil
         slots[index].holdsHighlight = input == .upInside
         // A non-continuous slider commits its value in endTracking, which UIControl calls before it sends
         // touchUpInside or touchUpOutside.
         let commits: Bool
-        if case .slider(let slider) = control.kind {
-            commits = !slider.isContinuous && control.value != slots[index].valueAtTouchDown
+        if case .slider(let slider) = kind {
+            commits = !slider.isContinuous && value != slots[index].valueAtTouchDown
         } else {
             commits = false
         }
@@ -504,7 +508,7 @@ public struct Scene: Sendable {
             if commits { scene.sendValueChanged(from: index, contact: contact, location: location, into: &output) }
         }
         slots[index].taps.touchEnded(at: now, tapped: input == .upInside)
-        switch control.kind {
+        switch kind {
         case .button:
             if input == .upInside {
                 send(.primaryActionTriggered, from: index, contact: contact, location: location, into: &output)
@@ -517,8 +521,8 @@ public struct Scene: Sendable {
         case .slider:
             break  // committed above, before the up event
         case .segmented(let segmented):
-            let segment = Double(segmented.segment(at: location, in: control.shape.boundingBox))
-            if input == .upInside, segment != control.value {
+            let segment = Double(segmented.segment(at: location, in: slots[index].control.shape.boundingBox))
+            if input == .upInside, segment != value {
                 slots[index].control.value = segment
                 sendValueChanged(from: index, contact: contact, location: location, into: &output)
             }
