@@ -78,7 +78,10 @@ struct GestureProgress: Hashable, Sendable {
         lastCentroid = centre
         lastTranslation = translation
         lastScale = scale
-        lastContacts = contacts
+        // In place rather than `contacts` (a new array on every touch of every recognizer that watches it): the
+        // array is the recognizer's alone again once the events that carried the last one are handled (issue 17).
+        lastContacts.removeAllKeepingCapacity()
+        for touch in down { lastContacts.append(touch.contact) }
     }
 
     /// What the rules below read of a recognizer: its finger count and kind, plain values. Passing these instead of the
@@ -229,7 +232,19 @@ struct GestureProgress: Hashable, Sendable {
     }
 
     /// Forgets everything but the touches still down (which the recognizer keeps ignoring).
+    ///
+    /// The arrays are emptied with their room kept rather than made anew: a recognizer resets after every touch
+    /// sequence, and fresh arrays would be made and grown again on its next touch (issue 17).
     mutating func reset() {
+        var down = self.down
+        var sequence = self.sequence
+        var lastContacts = self.lastContacts
         self = GestureProgress()
+        down.removeAllKeepingCapacity()
+        sequence.removeAll()
+        lastContacts.removeAllKeepingCapacity()
+        self.down = down
+        self.sequence = sequence
+        self.lastContacts = lastContacts
     }
 }

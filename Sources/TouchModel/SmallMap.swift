@@ -87,8 +87,8 @@ public struct SmallMap<Key: Equatable, Value> {
 
     @inlinable
     public mutating func removeAll() {
-        storedKeys.removeAll(keepingCapacity: true)
-        storedValues.removeAll(keepingCapacity: true)
+        storedKeys.removeAllKeepingCapacity()
+        storedValues.removeAllKeepingCapacity()
     }
 
     /// Removes the entries for which `shouldRemove` is true; the others keep their order.
@@ -233,7 +233,7 @@ public struct SmallSet<Element: Equatable> {
 
     @inlinable
     public mutating func removeAll() {
-        elements.removeAll(keepingCapacity: true)
+        elements.removeAllKeepingCapacity()
     }
 
     /// Removes the members for which `shouldRemove` is true; the others keep their order.
