@@ -138,21 +138,16 @@ struct Engine {
     /// Handles one dispatch's worth of decoded input events; `now` is the monotonic time (microseconds) they were
     /// read at, used for the router's own notes (a removed device's cancellations).
     mutating func handle(_ events: [InputEvent], now: UInt64) -> [Effect] {
+        var events = events
         var effects: [Effect] = []
-        handle(events, now: now, into: &effects)
+        handle(taking: &events, now: now, into: &effects)
         return effects
     }
 
-    /// ``handle(_:now:)`` appending to `effects`: the input loop's way, with one array of effects kept for every
-    /// batch (issue 17: no array made and freed per frame on a touch's path).
-    mutating func handle(_ events: [InputEvent], now: UInt64, into effects: inout [Effect]) {
-        var events = events
-        handle(taking: &events, now: now, into: &effects)
-    }
-
-    /// ``handle(_:now:into:)`` taking the events out of `events`, which it leaves empty with its room kept: the input
-    /// loop's way. Each event, each router note and each scene output is moved from one step to the next, never
-    /// copied: a copy of one of these enums is a call to its copy witness, a switch over every case (issue 17).
+    /// ``handle(_:now:)`` taking the events out of `events`, which it leaves empty with its room kept, and appending
+    /// to `effects`: the input loop's way, with one array of events and one of effects kept for every batch. Each
+    /// event, each router note and each scene output is moved from one step to the next, never copied: a copy of one
+    /// of these enums is a call to its copy witness, a switch over every case (issue 17).
     mutating func handle(taking events: inout [InputEvent], now: UInt64, into effects: inout [Effect]) {
         // The router's notes go into one array kept between batches, taken out of the engine while it is read (the
         // loop below changes the engine).
@@ -237,8 +232,7 @@ struct Engine {
             sceneOutput = Output()
             scene.handle(frame, into: &output)
             deliver(taking: &output, at: frame.time, device: device, fromInput: fromInput, now: now, into: &effects)
-            output.removeAllKeepingCapacity()
-            sceneOutput = output
+            sceneOutput = output  // emptied by the scene when it writes the next frame into it
         }
         idleAfterFrame(at: frame.time)
     }
