@@ -221,7 +221,10 @@ struct CommandTargetTests {
             let statistics = try #require(runner.statistics[name])
             #expect(statistics.started == 0 && statistics.running == false && statistics.failed == 0)
         }
-        let errors = logs.captured.filter { $0.hasPrefix("error: command could not be started") }
+        // A failure is counted under the runner's lock and logged after it: wait for the lines too.
+        func errorLines() -> [String] { logs.captured.filter { $0.hasPrefix("error: command could not be started") } }
+        #expect(await eventually(within: 90) { errorLines().count >= 3 })
+        let errors = errorLines()
         #expect(errors.count == 3)
         #expect(errors.contains { $0.contains("target=missing") && $0.contains("errno=\(ENOENT)") })
         #expect(errors.contains { $0.contains("target=denied") && $0.contains("errno=\(EACCES)") })

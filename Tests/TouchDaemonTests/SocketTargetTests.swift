@@ -377,6 +377,9 @@ struct SocketTargetTests {
         var pair: [Int32] = [-1, -1]
         try #require(
             socketpair(AF_UNIX, Int32(bitPattern: SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+        // The peer stops reading before its descriptor is closed: a child another test forks at this moment holds a
+        // copy of the descriptor until it execs, which would keep the peer open, but not able to read.
+        try #require(shutdown(pair[1], Int32(SHUT_RD)) == 0)
         close(pair[1])
         defer { close(pair[0]) }
         #expect(UnixSocket.send(pair[0], Array("{}\n".utf8), from: 0) == .failed(EPIPE))
