@@ -5,14 +5,10 @@ import TouchModel
 /// The input thread builds it from the model's output; it holds only values, so it crosses to an executor's thread
 /// as is. Unhandled actions (no target) never become deliveries.
 struct ActionDelivery: Hashable, Sendable {
-    /// The action's name, e.g. `pay`.
-    var action: String
-    /// The name of the target that handles it.
-    var target: String
-    /// The id of the control or gesture that sent it.
-    var control: String
-    /// The event's configured name, e.g. `touchUpInside`.
-    var event: String
+    /// What the action's binding fixes (its names and the message's fixed parts), shared by every delivery of that
+    /// binding: a copy of a delivery retains one object instead of seven strings, and its message begins with bytes
+    /// written once, not with the names escaped again for every touch (issue 17).
+    var head: Head
     /// libinput's time (CLOCK_MONOTONIC, microseconds) of the frame that caused it.
     var timeMicroseconds: UInt64
     /// The contact (seat slot) whose touch caused it, when one did.
@@ -22,14 +18,67 @@ struct ActionDelivery: Hashable, Sendable {
     var y: Double? = nil
     /// A slider's or stepper's value, for value-changed events.
     var value: Double? = nil
-    /// The responder whose target handled a nil-target action.
-    var responder: String? = nil
-    /// The gesture recognizer's id when a gesture sent it (then `control` holds the same id).
-    var gesture: String? = nil
     /// The touchscreen's sysname, e.g. `event5`.
     var device: String? = nil
     /// The configuration generation: 1 at start, one more per successful reload.
     var generation: Int
+
+    init(
+        head: Head, timeMicroseconds: UInt64, contact: Int? = nil, x: Double? = nil, y: Double? = nil,
+        value: Double? = nil, device: String? = nil, generation: Int
+    ) {
+        self.head = head
+        self.timeMicroseconds = timeMicroseconds
+        self.contact = contact
+        self.x = x
+        self.y = y
+        self.value = value
+        self.device = device
+        self.generation = generation
+    }
+
+    init(
+        action: String, target: String, control: String, event: String, timeMicroseconds: UInt64,
+        contact: Int? = nil, x: Double? = nil, y: Double? = nil, value: Double? = nil, responder: String? = nil,
+        gesture: String? = nil, device: String? = nil, generation: Int
+    ) {
+        self.init(
+            head: Head(
+                action: action, target: target, control: control, event: event, responder: responder, gesture: gesture),
+            timeMicroseconds: timeMicroseconds, contact: contact, x: x, y: y, value: value, device: device,
+            generation: generation)
+    }
+
+    /// The action's name, e.g. `pay`.
+    var action: String {
+        get { head.action }
+        set { head = head.with { $0.action = newValue } }
+    }
+    /// The name of the target that handles it.
+    var target: String {
+        get { head.target }
+        set { head = head.with { $0.target = newValue } }
+    }
+    /// The id of the control or gesture that sent it.
+    var control: String {
+        get { head.control }
+        set { head = head.with { $0.control = newValue } }
+    }
+    /// The event's configured name, e.g. `touchUpInside`.
+    var event: String {
+        get { head.event }
+        set { head = head.with { $0.event = newValue } }
+    }
+    /// The responder whose target handled a nil-target action.
+    var responder: String? {
+        get { head.responder }
+        set { head = head.with { $0.responder = newValue } }
+    }
+    /// The gesture recognizer's id when a gesture sent it (then `control` holds the same id).
+    var gesture: String? {
+        get { head.gesture }
+        set { head = head.with { $0.gesture = newValue } }
+    }
 
     /// The message a socket target receives: one JSON object without a newline. The required fields come first, in
     /// the order of simulate's action lines (`action`, `control`, `event`, `target`, `time_us`), then the optional fields that are present, then `generation`.
@@ -38,7 +87,7 @@ struct ActionDelivery: Hashable, Sendable {
     /// The message as a socket target gets it: the JSON object in UTF-8, with `terminator` (a stream's newline).
     ///
     /// Written straight into the array that is sent (``JSONBytes``), allocated once, at the bound of the message's
-    /// size (every string byte escaped at worst).
+    /// size.
     func jsonBytes(terminator: UInt8? = nil) -> [UInt8] {
         JSONBytes.build(capacity: jsonBound) { writeJSON(into: &$0, terminator: terminator) }
     }
@@ -50,32 +99,107 @@ struct ActionDelivery: Hashable, Sendable {
         JSONBytes.write(into: &buffer, capacity: jsonBound) { writeJSON(into: &$0, terminator: terminator) }
     }
 
-    /// An upper bound of the message's size, in bytes.
+    /// An upper bound of the message's size, in bytes: the head's parts as they are, the device escaped at worst.
     private var jsonBound: Int {
-        let stringBytes = action.utf8.count.addingSaturating(target.utf8.count)
-            .addingSaturating(control.utf8.count).addingSaturating(event.utf8.count)
-            .addingSaturating(responder?.utf8.count ?? 0).addingSaturating(gesture?.utf8.count ?? 0)
-            .addingSaturating(device?.utf8.count ?? 0)
-        // Keys, commas, braces and the terminator: under 160 bytes; 3 integers and 3 doubles at most.
-        return JSONBytes.bound(stringBytes: stringBytes, strings: 7, numbers: 6, fixed: 192)
+        // The other keys, the closing brace and the terminator: 67 bytes; 3 integers and 3 doubles at most.
+        let fixed = head.opening.count.addingSaturating(head.middle.count).addingSaturating(96)
+        return JSONBytes.bound(stringBytes: device?.utf8.count ?? 0, strings: 1, numbers: 6, fixed: fixed)
     }
 
+    /// The head's opening, the touch's fields, the head's middle, then the device and the generation.
     private func writeJSON(into out: inout JSONBytes, terminator: UInt8?) {
-        out.member(#"{"action":"#, action)
-        out.member(#","target":"#, target)
-        out.member(#","control":"#, control)
-        out.member(#","event":"#, event)
+        head.opening.withUnsafeBufferPointer { out.raw($0) }
         out.member(#","time_us":"#, Int(clamping: timeMicroseconds))
         out.member(#","contact":"#, contact)
         out.member(#","x":"#, x)
         out.member(#","y":"#, y)
         out.member(#","value":"#, value)
-        out.member(#","responder":"#, responder)
-        out.member(#","gesture":"#, gesture)
+        head.middle.withUnsafeBufferPointer { out.raw($0) }
         out.member(#","device":"#, device)
         out.member(#","generation":"#, generation)
         out.byte(UInt8(ascii: "}"))
         if let terminator { out.byte(terminator) }
+    }
+}
+
+extension ActionDelivery {
+    /// The names a delivery shares with every other delivery of the same binding (the same action of the same control
+    /// or gesture, for the same event, handled by the same target and responder), and its message's fixed parts
+    /// written once when it is made. Immutable, so it crosses to an executor's thread as is.
+    final class Head: Hashable, Sendable {
+        let action: String
+        let target: String
+        let control: String
+        let event: String
+        let responder: String?
+        let gesture: String?
+        /// `{"action":…,"target":…,"control":…,"event":…`: the message up to `time_us`.
+        let opening: [UInt8]
+        /// `,"responder":…,"gesture":…` when present: the message between `value` and `device`.
+        let middle: [UInt8]
+
+        init(action: String, target: String, control: String, event: String, responder: String?, gesture: String?) {
+            self.action = action
+            self.target = target
+            self.control = control
+            self.event = event
+            self.responder = responder
+            self.gesture = gesture
+            let openingBytes = action.utf8.count.addingSaturating(target.utf8.count)
+                .addingSaturating(control.utf8.count).addingSaturating(event.utf8.count)
+            opening = Self.fitted(
+                JSONBytes.build(capacity: JSONBytes.bound(stringBytes: openingBytes, strings: 4, numbers: 0, fixed: 48))
+                {
+                    $0.member(#"{"action":"#, action)
+                    $0.member(#","target":"#, target)
+                    $0.member(#","control":"#, control)
+                    $0.member(#","event":"#, event)
+                })
+            let middleBytes = (responder?.utf8.count ?? 0).addingSaturating(gesture?.utf8.count ?? 0)
+            middle = Self.fitted(
+                JSONBytes.build(capacity: JSONBytes.bound(stringBytes: middleBytes, strings: 2, numbers: 0, fixed: 32))
+                {
+                    $0.member(#","responder":"#, responder)
+                    $0.member(#","gesture":"#, gesture)
+                })
+        }
+
+        /// The same names with `change` made to them.
+        func with(_ change: (inout Names) -> Void) -> Head {
+            var names = Names(
+                action: action, target: target, control: control, event: event, responder: responder, gesture: gesture)
+            change(&names)
+            return Head(
+                action: names.action, target: names.target, control: names.control, event: names.event,
+                responder: names.responder, gesture: names.gesture)
+        }
+
+        /// A head's names, to change one (``with(_:)``).
+        struct Names {
+            var action, target, control, event: String
+            var responder, gesture: String?
+        }
+
+        /// `bytes` without the room its bound left unused, when that room is large: a head lives as long as its
+        /// binding is in use.
+        private static func fitted(_ bytes: [UInt8]) -> [UInt8] {
+            bytes.capacity > bytes.count.addingSaturating(64) ? Array(bytes) : bytes
+        }
+
+        static func == (lhs: Head, rhs: Head) -> Bool {
+            lhs === rhs
+                || (lhs.action == rhs.action && lhs.target == rhs.target && lhs.control == rhs.control
+                    && lhs.event == rhs.event && lhs.responder == rhs.responder && lhs.gesture == rhs.gesture)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(action)
+            hasher.combine(target)
+            hasher.combine(control)
+            hasher.combine(event)
+            hasher.combine(responder)
+            hasher.combine(gesture)
+        }
     }
 }
 
@@ -90,6 +214,13 @@ extension ActionDelivery {
             timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
             y: action.location?.y, value: action.value, responder: action.responder?.id,
             gesture: action.gestureEvent == nil ? nil : action.control, device: device, generation: generation)
+    }
+
+    /// The delivery of `action`, whose binding's names and message parts are `head`.
+    init(_ action: ResolvedAction, head: Head, device: String?, generation: Int) {
+        self.init(
+            head: head, timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
+            y: action.location?.y, value: action.value, device: device, generation: generation)
     }
 
     /// The name of the event that fired `action`: its gesture event, or its control event as configured.

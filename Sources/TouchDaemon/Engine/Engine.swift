@@ -118,6 +118,8 @@ struct Engine {
     private var routerNotes: [TouchRouter.Note] = []
     /// The scene's output of the frame being handled, kept empty between frames: one output for every frame.
     private var sceneOutput = Output()
+    /// The heads of the deliveries of recent bindings (issue 17).
+    private(set) var heads = DeliveryHeads()
 
     /// Starts with a configuration and the scene made from it (the caller made it, to report a scene that cannot be
     /// built before anything starts).
@@ -517,12 +519,11 @@ struct Engine {
     private mutating func dispatch(
         _ action: ResolvedAction, device: String?, fromInput: Bool, into effects: inout [Effect]
     ) {
-        // The target by position and the event's name before the delivery moves into its effect: no copy of the
-        // target's definition or of the delivery on every action (issue 17).
+        // The binding's head and executor, made on its first action and shared after: no target looked up by name,
+        // no event named and no message's names escaped on every touch (issue 17).
         guard let targetName = action.target,
-            let target = configuration.targets.firstIndex(where: { $0.name == targetName }),
-            let delivery = ActionDelivery(
-                action, configuration: configuration, device: device, generation: generation)
+            let binding = heads.head(
+                for: action, target: targetName, configuration: configuration, generation: generation)
         else {
             statistics.unhandledActions &+= 1
             if logsDebug {
@@ -536,16 +537,16 @@ struct Engine {
             }
             return
         }
-        let executor: ExecutorKind =
-            switch configuration.targets[target].kind {
-            case .socket: .socket
-            case .exec: .exec
-            }
-        let event = logsDebug ? delivery.event : ""
-        effects.append(.deliver(delivery, executor: executor, fromInput: fromInput))
+        // Made inside the effect, with no local of its own: a local was copied into the effect and destroyed again.
+        effects.append(
+            .deliver(
+                ActionDelivery(action, head: binding.head, device: device, generation: generation),
+                executor: binding.executor, fromInput: fromInput))
         if logsDebug {
             effects.append(
-                .log(.debug, "action", ["action": "\(action.action)", "target": "\(targetName)", "event": "\(event)"]))
+                .log(
+                    .debug, "action",
+                    ["action": "\(action.action)", "target": "\(targetName)", "event": "\(binding.head.event)"]))
         }
     }
 
