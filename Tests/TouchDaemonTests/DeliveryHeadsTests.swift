@@ -78,7 +78,7 @@ struct DeliveryHeadsTests {
         #expect(driver.engine.heads.count == 2)
     }
 
-    @Test("no more than the capacity of heads are kept: past it the oldest binding is replaced")
+    @Test("no more than the capacity of heads are kept, none too large: past it the oldest binding is replaced")
     func boundedHeads() throws {
         let configuration = try EngineTests.load(EngineTests.configuration())
         var heads = DeliveryHeads()
@@ -100,8 +100,20 @@ struct DeliveryHeadsTests {
         _ = heads.head(for: action(0), target: "e2e", configuration: configuration, generation: 1)
         #expect(heads.made == bindings + 1)
         #expect(heads.count == DeliveryHeads.capacity)
+        // A head with more JSON than a kept one may hold is made for its delivery, not kept: the heads' memory is
+        // bounded whatever the file names things.
+        var long = action(0)
+        long.action = String(repeating: "\u{1}", count: DeliveryHeads.maximumKeptBytes)
+        let longHead = heads.head(for: long, target: "e2e", configuration: configuration, generation: 1)
+        let made = try #require(longHead)
+        #expect(made.head.action == long.action)
+        #expect(made.head.opening.count > DeliveryHeads.maximumKeptBytes)
+        _ = heads.head(for: long, target: "e2e", configuration: configuration, generation: 1)
+        #expect(heads.made == bindings + 3)
+        #expect(heads.head(for: action(0), target: "e2e", configuration: configuration, generation: 1) != nil)
+        #expect(heads.made == bindings + 3)
         // A target the configuration does not have gets no head.
         #expect(heads.head(for: action(1), target: "nobody", configuration: configuration, generation: 1) == nil)
-        #expect(heads.made == bindings + 1)
+        #expect(heads.made == bindings + 3)
     }
 }

@@ -7,12 +7,17 @@ import TouchModel
 ///
 /// A binding is recognised by comparing the resolved action's fields with the kept ones: the names come from the
 /// configuration, so equal names are usually the same storage, which compares in a few instructions. The heads are
-/// kept in the order they were made, at most ``capacity`` of them; past that the oldest is replaced. A new generation
-/// (a reload) forgets them all: event names and targets belong to a configuration.
+/// kept in the order they were made, at most ``capacity`` of them and none larger than ``maximumKeptBytes``; past that
+/// the oldest is replaced. A new generation (a reload) forgets them all: event names and targets belong to a
+/// configuration.
 struct DeliveryHeads {
     /// How many bindings are kept: more than a kiosk's layout fires in a typical stretch of touches, few enough that a
     /// miss walks a short array.
     static let capacity = 32
+    /// The most bytes of JSON a kept head may hold. A configuration may name things with up to a megabyte of text
+    /// (escaped, up to six times that); a head larger than this is made for its delivery and not kept, so what the
+    /// heads hold stays under `capacity` times this, whatever the file.
+    static let maximumKeptBytes = 4096
 
     private struct Entry {
         let control: String
@@ -61,6 +66,9 @@ struct DeliveryHeads {
             control: action.control, event: action.event, gestureEvent: action.gestureEvent, action: action.action,
             target: target, responder: action.responder, head: head, executor: definition.kind.executor)
         made &+= 1
+        guard head.opening.count.addingSaturating(head.middle.count) <= Self.maximumKeptBytes else {
+            return (head, entry.executor)
+        }
         if entries.count < Self.capacity {
             entries.append(entry)
         } else {
