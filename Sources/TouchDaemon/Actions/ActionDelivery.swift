@@ -2,8 +2,8 @@ import TouchModel
 
 /// One resolved action on its way to an executor.
 ///
-/// The input thread builds it from the model's output; it holds only values, so it crosses to an executor's thread
-/// as is. Unhandled actions (no target) never become deliveries.
+/// The input thread builds it from the model's output; it holds only values and an immutable ``Head``, so it crosses
+/// to an executor's thread as is. Unhandled actions (no target) never become deliveries.
 struct ActionDelivery: Hashable, Sendable {
     /// What the action's binding fixes (its names and the message's fixed parts), shared by every delivery of that
     /// binding: a copy of a delivery retains one object instead of seven strings, and its message begins with bytes
@@ -80,8 +80,9 @@ struct ActionDelivery: Hashable, Sendable {
         set { head = head.with { $0.gesture = newValue } }
     }
 
-    /// The message a socket target receives: one JSON object without a newline. The required fields come first, in
-    /// the order of simulate's action lines (`action`, `control`, `event`, `target`, `time_us`), then the optional fields that are present, then `generation`.
+    /// The message a socket target receives: one JSON object without a newline. The required fields come first
+    /// (`action`, `target`, `control`, `event`, `time_us`), then the optional fields that are present, then
+    /// `generation`.
     var json: String { String(decoding: jsonBytes(), as: UTF8.self) }
 
     /// The message as a socket target gets it: the JSON object in UTF-8, with `terminator` (a stream's newline).
