@@ -207,8 +207,7 @@ struct SocketTargetTests {
     @Test func partlyWrittenDirectSendIsFinishedByTheSenderThreadBeforeTheNextMessage() async throws {
         try await withSettledStreamTarget { sender, connection in
             // Larger than a Unix stream socket's buffer: the direct send writes part of it.
-            var big = delivery(0)
-            big.action = String(repeating: "x", count: 4 << 20)
+            let big = delivery(0, action: String(repeating: "x", count: 4 << 20))
             sender.submit(big)
             sender.submit(delivery(1))
             let reader = LineReader(connection)
@@ -248,8 +247,7 @@ struct SocketTargetTests {
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: peer.path, type: .datagram)])
-        var huge = delivery(0)
-        huge.action = String(repeating: "a", count: 4 << 20)
+        let huge = delivery(0, action: String(repeating: "a", count: 4 << 20))
         sender.submit(huge)
         sender.submit(delivery(1))
         sender.submit(huge)
@@ -596,9 +594,9 @@ private func testLogger(_ sink: LineSink) -> Logger {
     Logger(label: "touchd.test") { _ in JournalLogHandler(logLevel: .debug, style: .terminal, sink: sink) }
 }
 
-private func delivery(_ index: Int, target: String = "kiosk") -> ActionDelivery {
+private func delivery(_ index: Int, target: String = "kiosk", action: String? = nil) -> ActionDelivery {
     ActionDelivery(
-        action: "action-\(index)", target: target, control: "pay", event: "touchUpInside",
+        action: action ?? "action-\(index)", target: target, control: "pay", event: "touchUpInside",
         timeMicroseconds: UInt64(index), contact: 0, generation: 1)
 }
 

@@ -50,35 +50,17 @@ struct ActionDelivery: Hashable, Sendable {
     }
 
     /// The action's name, e.g. `pay`.
-    var action: String {
-        get { head.action }
-        set { head = head.with { $0.action = newValue } }
-    }
+    var action: String { head.action }
     /// The name of the target that handles it.
-    var target: String {
-        get { head.target }
-        set { head = head.with { $0.target = newValue } }
-    }
+    var target: String { head.target }
     /// The id of the control or gesture that sent it.
-    var control: String {
-        get { head.control }
-        set { head = head.with { $0.control = newValue } }
-    }
+    var control: String { head.control }
     /// The event's configured name, e.g. `touchUpInside`.
-    var event: String {
-        get { head.event }
-        set { head = head.with { $0.event = newValue } }
-    }
+    var event: String { head.event }
     /// The responder whose target handled a nil-target action.
-    var responder: String? {
-        get { head.responder }
-        set { head = head.with { $0.responder = newValue } }
-    }
+    var responder: String? { head.responder }
     /// The gesture recognizer's id when a gesture sent it (then `control` holds the same id).
-    var gesture: String? {
-        get { head.gesture }
-        set { head = head.with { $0.gesture = newValue } }
-    }
+    var gesture: String? { head.gesture }
 
     /// The message a socket target receives: one JSON object without a newline. The required fields come first
     /// (`action`, `target`, `control`, `event`, `time_us`), then the optional fields that are present, then
@@ -163,22 +145,6 @@ extension ActionDelivery {
                     $0.member(#","responder":"#, responder)
                     $0.member(#","gesture":"#, gesture)
                 })
-        }
-
-        /// The same names with `change` made to them.
-        func with(_ change: (inout Names) -> Void) -> Head {
-            var names = Names(
-                action: action, target: target, control: control, event: event, responder: responder, gesture: gesture)
-            change(&names)
-            return Head(
-                action: names.action, target: names.target, control: names.control, event: names.event,
-                responder: names.responder, gesture: names.gesture)
-        }
-
-        /// A head's names, to change one (``with(_:)``).
-        struct Names {
-            var action, target, control, event: String
-            var responder, gesture: String?
         }
 
         /// `bytes` without the room its bound left unused, when that room is large: a head lives as long as its
