@@ -147,6 +147,15 @@ extension ActionDelivery {
                 })
         }
 
+        /// The head of `action`'s binding, handled by `target`: a gesture's action carries the gesture's id as
+        /// `control` and in `gesture`, and its gesture event's name.
+        convenience init(_ action: ResolvedAction, target: String, configuration: Configuration) {
+            self.init(
+                action: action.action, target: target, control: action.control,
+                event: ActionDelivery.eventName(of: action, configuration: configuration),
+                responder: action.responder?.id, gesture: action.gestureEvent == nil ? nil : action.control)
+        }
+
         /// `bytes` without the room its bound left unused, when that room is large: a head lives as long as its
         /// binding is in use.
         private static func fitted(_ bytes: [UInt8]) -> [UInt8] {
@@ -171,18 +180,6 @@ extension ActionDelivery {
 }
 
 extension ActionDelivery {
-    /// The delivery of a resolved action that a target handles; nil when no responder handled it. A gesture's action
-    /// carries the gesture's id as `control` and in `gesture`, and its gesture event's name.
-    init?(_ action: ResolvedAction, configuration: Configuration, device: String?, generation: Int) {
-        guard let target = action.target else { return nil }
-        self.init(
-            action: action.action, target: target, control: action.control,
-            event: Self.eventName(of: action, configuration: configuration),
-            timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
-            y: action.location?.y, value: action.value, responder: action.responder?.id,
-            gesture: action.gestureEvent == nil ? nil : action.control, device: device, generation: generation)
-    }
-
     /// The delivery of `action`, whose binding's names and message parts are `head`.
     init(_ action: ResolvedAction, head: Head, device: String?, generation: Int) {
         self.init(

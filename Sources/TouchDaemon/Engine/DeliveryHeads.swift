@@ -58,10 +58,7 @@ struct DeliveryHeads {
             return (entries[index].head, entries[index].executor)
         }
         guard let definition = configuration.targets.first(where: { $0.name == target }) else { return nil }
-        let head = ActionDelivery.Head(
-            action: action.action, target: target, control: action.control,
-            event: ActionDelivery.eventName(of: action, configuration: configuration), responder: action.responder?.id,
-            gesture: action.gestureEvent == nil ? nil : action.control)
+        let head = ActionDelivery.Head(action, target: target, configuration: configuration)
         let entry = Entry(
             control: action.control, event: action.event, gestureEvent: action.gestureEvent, action: action.action,
             target: target, responder: action.responder, head: head, executor: definition.kind.executor)
