@@ -487,8 +487,8 @@ public struct Scene: Sendable {
 
     /// The lift of the tracked contact: the table's events, then the kind's.
     mutating func lift(_ index: Int, contact: ContactID, at location: Point, into output: inout Output) {
-        // What the lift decides on, as it is now: the kind and the value (not a copy of the whole control, whose
-        // shape is a copy of its own on every lift: issue 17). The shape does not change while the contact lifts.
+        // What the lift decides on, as it is now: the kind and the value, not a copy of the whole control (issue 17).
+        // The shape is still copied once, as the argument below; it does not change while the contact lifts.
         let kind = slots[index].control.kind
         let value = slots[index].control.value
         let input = ControlTracker.input(
