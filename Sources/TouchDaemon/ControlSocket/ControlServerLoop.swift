@@ -391,8 +391,13 @@ final class ControlServerLoop {
             "client": "\(id)", "client.uid": "\(peer.uid)", "client.gid": "\(peer.gid)", "client.pid": "\(peer.pid)",
         ]
         guard clients.count < settings.maxClients else {
-            // Counted before the peer can see the end of the connection.
+            // Counted and logged before the peer can see the end of the connection: whoever it tells finds both.
             count { $0.refused.saturatingAdd(1) }
+            if case .pass(let suppressed) = overCapacityLog.check(now: now) {
+                if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+                metadata[MessageID.metadataKey] = "\(MessageID.clientRejected)"
+                logger.info("control client refused: too many clients", metadata: metadata)
+            }
             sendOnce(
                 descriptor,
                 ControlProtocol.failure(
@@ -400,11 +405,6 @@ final class ControlServerLoop {
                     error: ControlError(
                         code: .tooManyClients, message: "\(settings.maxClients) connections are open already")))
             Glibc.close(descriptor)
-            if case .pass(let suppressed) = overCapacityLog.check(now: now) {
-                if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
-                metadata[MessageID.metadataKey] = "\(MessageID.clientRejected)"
-                logger.info("control client refused: too many clients", metadata: metadata)
-            }
             return
         }
         guard
@@ -413,15 +413,15 @@ final class ControlServerLoop {
                 clientGroup: settings.clientGroup, adminGroup: settings.adminGroup)
         else {
             count { $0.refused.saturatingAdd(1) }
+            metadata["role"] = "none"
+            metadata[MessageID.metadataKey] = "\(MessageID.clientRejected)"
+            logger.info("control client refused: unauthorized", metadata: metadata)
             sendOnce(
                 descriptor,
                 ControlProtocol.failure(
                     id: nil,
                     error: ControlError(code: .unauthorized, message: "uid \(peer.uid) may not use this socket")))
             Glibc.close(descriptor)
-            metadata["role"] = "none"
-            metadata[MessageID.metadataKey] = "\(MessageID.clientRejected)"
-            logger.info("control client refused: unauthorized", metadata: metadata)
             return
         }
         metadata["role"] = "\(role.rawValue)"
