@@ -204,6 +204,10 @@ public struct Output: Hashable, Sendable {
     /// When the caller must call ``Scene/advance(to:)`` next even if no input arrives; nil when
     /// nothing is pending (an idle scene never needs waking).
     public var nextDeadline: Instant?
+    /// How many control events and gesture events the call caused, whether or not the scene wrote their records
+    /// (``Scene/recordsEvents``).
+    public var controlEventCount = 0
+    public var gestureEventCount = 0
 
     public init() {}
 
@@ -213,6 +217,8 @@ public struct Output: Hashable, Sendable {
         entries.removeAllKeepingCapacity()
         diagnostics.removeAllKeepingCapacity()
         nextDeadline = nil
+        controlEventCount = 0
+        gestureEventCount = 0
     }
 
     /// The control events, in order.

@@ -66,6 +66,12 @@ public struct Scene: Sendable {
     }
 
     public let settings: Settings
+    /// Whether the control and gesture events are written into the output as records (``Output/Entry/event(_:)``,
+    /// ``Output/Entry/gesture(_:)``), as they are unless a caller turns it off. The actions they fire are written
+    /// either way, and the output counts the events either way (``Output/controlEventCount``). The daemon turns it
+    /// off while nothing reads the records (no debug lines, no observer, no watcher): building, moving and freeing
+    /// them was a large part of a tap's work (issue 17).
+    public var recordsEvents = true
     /// The time of the latest call.
     public private(set) var now: Instant = .zero
 
@@ -579,11 +585,14 @@ public struct Scene: Sendable {
         // Field by field, not a copy of the control: this runs for every event. Nothing here changes the scene (the
         // function is not mutating), so the table walked is the one the event was sent with.
         let value: Double? = slots[index].control.hasValue ? slots[index].control.value : nil
-        output.entries.append(
-            .event(
-                ControlEventRecord(
-                    time: now, control: slots[index].control.id, event: event, contact: contact, location: location,
-                    state: state(at: index), value: value)))
+        output.controlEventCount &+= 1
+        if recordsEvents {
+            output.entries.append(
+                .event(
+                    ControlEventRecord(
+                        time: now, control: slots[index].control.id, event: event, contact: contact,
+                        location: location, state: state(at: index), value: value)))
+        }
         for entry in slots[index].control.actions.entries where !entry.events.isDisjoint(with: event) {
             resolve(entry, event: event, from: index, contact: contact, location: location, value: value, into: &output)
         }

@@ -295,21 +295,27 @@ extension Scene {
         case .pinch: scale = recognizers[index].progress.lastScale
         case .tap, .longPress, .swipe: break
         }
-        let record = GestureEventRecord(
-            time: now, gesture: recognizers[index].recognizer.id, event: event, state: recognizers[index].state,
-            contacts: recognizers[index].progress.lastContacts, location: recognizers[index].progress.lastCentroid,
-            translation: translation, scale: scale, direction: recognizers[index].progress.direction)
-        output.entries.append(.gesture(record))
+        output.gestureEventCount &+= 1
+        if recordsEvents {
+            output.entries.append(
+                .gesture(
+                    GestureEventRecord(
+                        time: now, gesture: recognizers[index].recognizer.id, event: event,
+                        state: recognizers[index].state, contacts: recognizers[index].progress.lastContacts,
+                        location: recognizers[index].progress.lastCentroid, translation: translation, scale: scale,
+                        direction: recognizers[index].progress.direction)))
+        }
         var mask = event
         if event == .recognized && !recognizers[index].recognizer.kind.isContinuous { mask.insert(.ended) }
         for entry in recognizers[index].recognizer.actions where !entry.events.isDisjoint(with: mask) {
-            resolveGesture(entry, event: event, from: index, record: record, into: &output)
+            resolveGesture(entry, event: event, from: index, into: &output)
         }
     }
 
+    /// One of a recognizer's actions for `event`: its contact and location are the recognizer's latest, as the event's
+    /// record has them.
     private func resolveGesture(
-        _ entry: GestureRecognizer.Action, event: GestureRecognizer.Event, from index: Int,
-        record: GestureEventRecord, into output: inout Output
+        _ entry: GestureRecognizer.Action, event: GestureRecognizer.Event, from index: Int, into output: inout Output
     ) {
         let slot = recognizers[index]
         var handler: (target: String, responder: Responder)?
@@ -326,7 +332,7 @@ extension Scene {
             .action(
                 ResolvedAction(
                     time: now, control: slot.recognizer.id, event: [], action: entry.action, target: handler?.target,
-                    responder: handler?.responder, contact: record.contacts.first, location: record.location,
-                    value: nil, gestureEvent: event)))
+                    responder: handler?.responder, contact: slot.progress.lastContacts.first,
+                    location: slot.progress.lastCentroid, value: nil, gestureEvent: event)))
     }
 }

@@ -544,6 +544,62 @@ struct EngineTests {
         #expect(Engine.listForLog(["a", "b"]) == "a,b")
     }
 
+    @Test("with nobody reading the records, the same deliveries go out and the statistics count the same events")
+    func recordsOnlyWhenRead() throws {
+        // The end-to-end sequence's kinds of input: a tap, a drag out and back, an edge swipe that recognizes, a
+        // long press, and taps that the edge swipe fails at their touch-down.
+        func run(_ driver: inout Driver) -> [Effect] {
+            var effects = driver.plug(1)
+            effects += driver.tap(at: 200, 200)
+            effects += driver.frame([.down(0, 650, 150)])
+            effects += driver.frame([.move(0, 900, 150)])
+            effects += driver.frame([.move(0, 700, 150)])
+            effects += driver.frame([.up(0)])
+            effects += driver.frame([.down(0, 10, 500)])
+            effects += driver.frame([.move(0, 200, 500)])
+            effects += driver.frame([.up(0)])
+            effects += driver.frame([.down(0, 50, 850), .down(1, 100, 900), .down(2, 150, 950)])
+            driver.now += 400_000
+            effects += driver.engine.advance(to: driver.now)
+            effects += driver.frame([.up(0), .up(1), .up(2)])
+            effects += driver.tap(at: 250, 250)
+            return effects
+        }
+        var quiet = try Driver()
+        #expect(!quiet.engine.scene.recordsEvents)
+        let quietEffects = run(&quiet)
+
+        let configuration = try Self.load(Self.configuration())
+        var verbose = try Driver()
+        verbose.engine = Engine(configuration: configuration, scene: try configuration.makeScene(), logsDebug: true)
+        _ = verbose.engine.started()
+        #expect(verbose.engine.scene.recordsEvents)
+        let verboseEffects = run(&verbose)
+
+        #expect(Self.deliveryValues(quietEffects) == Self.deliveryValues(verboseEffects))
+        #expect(
+            Self.deliveries(quietEffects) == [
+                "a:touchDown", "a:touchUpInside", "b:touchDown", "b:touchDragExit", "b:touchDragOutside",
+                "b:touchDragEnter", "b:touchDragInside", "b:touchUpInside", "back:recognized", "admin:recognized",
+                "a:touchDown", "a:touchUpInside",
+            ])
+        let counted = quiet.engine.statistics
+        let recorded = verbose.engine.statistics
+        #expect(counted.controlEvents == recorded.controlEvents)
+        #expect(counted.gestureEvents == recorded.gestureEvents)
+        #expect(counted.actions == recorded.actions)
+        // One debug line per record: the counts are the events the records would have shown. The buttons' 10 touch
+        // events above and a primaryActionTriggered with each of the 3 touchUpInside.
+        let lines = Self.logs(verboseEffects, at: .debug)
+        #expect(counted.controlEvents == lines.count { $0 == "control event" })
+        #expect(counted.controlEvents == 13)
+        #expect(counted.gestureEvents == lines.count { $0 == "gesture event" })
+        #expect(counted.gestureEvents > 2)
+        // A reload keeps the records off.
+        _ = quiet.engine.reload(.loaded(configuration), path: "engine.toml", now: quiet.now)
+        #expect(!quiet.engine.scene.recordsEvents)
+    }
+
     @Test("debug lines are built only when debug logging is on")
     func debugLinesOnlyWhenAsked() throws {
         var quiet = try Driver()

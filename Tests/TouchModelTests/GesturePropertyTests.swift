@@ -256,6 +256,36 @@ struct GesturePropertyTests {
         expectNoFailures(violations, "failing sequences: ")
     }
 
+    @Test("without records the scene writes the same actions, app touches and diagnostics, and counts the events")
+    func unrecordedEventsAreCounted() throws {
+        var violations: [String] = []
+        for seed in UInt64(1)...40 {
+            let recorded = try Self.run(seed: seed).outputs
+            var scene = try Self.makeScene(seed: seed)
+            scene.recordsEvents = false
+            var operations = Self.operations(seed: seed)
+            operations.append(.advance(Instant(microseconds: UInt64.max / 2)))
+            for (step, operation) in operations.enumerated() {
+                let output = operation.run(on: &scene)
+                let expected = recorded[step]
+                var unrecorded = expected
+                unrecorded.entries.removeAll {
+                    switch $0 {
+                    case .event, .gesture: true
+                    case .action, .app: false
+                    }
+                }
+                if output != unrecorded { violations.append("seed \(seed) step \(step): the outputs differ") }
+                if output.controlEventCount != expected.events.count
+                    || output.gestureEventCount != expected.gestures.count
+                {
+                    violations.append("seed \(seed) step \(step): the counts are not the records'")
+                }
+            }
+        }
+        expectNoFailures(violations, "failing sequences: ")
+    }
+
     /// A passing property means little unless the random sequences reach the interesting paths.
     @Test("the random sequences recognize, fail, cancel controls and hold lifts")
     func coverage() throws {

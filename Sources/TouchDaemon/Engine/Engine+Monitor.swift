@@ -16,7 +16,10 @@ extension Engine {
         for sample in frame.samples where sample.phase != .began {
             if let seen = scene.inspect(contact: sample.contact) { before[sample.contact] = seen }
         }
+        // The watchers' events name the control and gesture events of their contacts: the records, for this frame.
+        scene.recordsEvents = true
         let output = scene.handle(frame)
+        scene.recordsEvents = readsRecords
         deliver(output, at: frame.time, device: device, fromInput: fromInput, now: now, into: &effects)
         let recipients = subscriptions.contactRecipients
         for sample in frame.samples {

@@ -133,7 +133,13 @@ struct Engine {
         self.logsDebug = logsDebug
         self.observesOutput = observesOutput
         self.controlProblem = controlProblem
+        self.scene.recordsEvents = readsRecords
     }
+
+    /// Whether anything reads the scene's event records on every frame: the debug lines and an observer. A contact
+    /// watcher reads them too, and turns them on for its frames (``handleWatched(_:device:fromInput:now:into:)``).
+    /// Otherwise the scene only counts its events, for the statistics.
+    var readsRecords: Bool { logsDebug || observesOutput }
 
     // MARK: - Input
 
@@ -336,6 +342,7 @@ struct Engine {
         self.configuration = configuration
         // The wake touch counts from the last lift, not from the reload.
         newScene.appIdleSince = scene.appIdleSince
+        newScene.recordsEvents = readsRecords
         scene = newScene
         sceneDeadline = nil
         generation += 1
@@ -463,6 +470,8 @@ struct Engine {
         into effects: inout [Effect]
     ) {
         sceneDeadline = output.nextDeadline
+        statistics.controlEvents &+= output.controlEventCount
+        statistics.gestureEvents &+= output.gestureEventCount
         if observesOutput { effects.append(.output(output, at: time)) }
         var appRecords: [AppTouchRecord] = []
         defer { forward(appRecords, into: &effects) }
@@ -480,7 +489,6 @@ struct Engine {
     ) {
         switch consume entry {
         case .event(let record):
-            statistics.controlEvents &+= 1
             guard logsDebug else { return }
             effects.append(
                 .log(
@@ -490,7 +498,6 @@ struct Engine {
                         "contact": "\(record.contact.map { "\($0)" } ?? "-")", "state": "\(record.state)",
                     ]))
         case .gesture(let record):
-            statistics.gestureEvents &+= 1
             guard logsDebug else { return }
             effects.append(
                 .log(
