@@ -102,7 +102,7 @@ enum ControlListener {
 
     /// Creates the socket at `path` (docs/control-socket.md, "Standalone"): the directory 0750 if missing (refused
     /// if it exists but is not a directory owned by us or root, or is writable by group or others), a leftover
-    /// socket that nobody answers removed (anything else at the path refused), bound with umask 0117 (mode 0660),
+    /// socket that nobody answers removed (anything else at the path refused), bound and made 0660 before it listens,
     /// its group set to `group` when that group exists. `warn` hears about what did not stop the socket from
     /// working (a missing group, a failed chown).
     static func create(
@@ -130,16 +130,24 @@ enum ControlListener {
             return .failure(ControlListenerError(message: "cannot create a socket: \(UnixSocket.describe(errno))"))
         }
         var address = resolved.address
-        // umask only around bind: the file is created 0660 at once, never wider, and nothing else sees the mask.
-        let previous = umask(0o117)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, resolved.length) }
         }
-        let bindError = errno
-        umask(previous)
         guard bound == 0 else {
+            let error = errno
             Glibc.close(descriptor)
-            return .failure(ControlListenerError(message: "cannot bind \(path): \(UnixSocket.describe(bindError))"))
+            return .failure(ControlListenerError(message: "cannot bind \(path): \(UnixSocket.describe(error))"))
+        }
+        // 0660 before `listen`: until then nobody can connect, whatever mode the umask gave the file at `bind`. (Not by
+        // setting the umask around `bind`: the umask is the process's, and a file that another thread created, or a
+        // command that the runner started, in that moment got 0117 instead of its own: the tests saw directories made
+        // 0660 by their neighbours.)
+        guard chmod(path, 0o660) == 0 else {
+            let error = errno
+            Glibc.close(descriptor)
+            unlink(path)
+            return .failure(
+                ControlListenerError(message: "cannot set the mode of \(path): \(UnixSocket.describe(error))"))
         }
         guard listen(descriptor, backlog) == 0 else {
             let error = errno
