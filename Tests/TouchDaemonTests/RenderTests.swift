@@ -34,6 +34,14 @@ struct RenderTests {
         let first = try String(contentsOfFile: path, encoding: .utf8)
         #expect(first.hasPrefix("<?xml"))
         #expect(first.hasSuffix("</svg>\n"))
+        // A new file: 0666 less the umask the command inherited (this process's, read without setting it).
+        let umaskLine = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("Umask:") }
+        let mask = try #require(
+            umaskLine.flatMap { mode_t($0.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8) })
+        var fresh = stat()
+        #expect(stat(path, &fresh) == 0)
+        #expect(fresh.st_mode & 0o7777 == 0o666 & ~mask)
 
         try Data("old".utf8).write(to: URL(fileURLWithPath: path))
         #expect(chmod(path, 0o640) == 0)

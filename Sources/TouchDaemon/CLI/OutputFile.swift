@@ -77,38 +77,49 @@ enum OutputFile {
         _ target: String, with bytes: [UInt8], keeping existing: stat?
     ) -> Result<Void, Failure> {
         let directory = target.lastIndex(of: "/").map { String(target[...$0]) } ?? "./"
-        // A fixed short name: the target's own name could make the temporary one longer than NAME_MAX.
-        var template = Array("\(directory).touchd-output-XXXXXX".utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else { return .failure(Failure(description: "cannot write: \(message(errno))")) }
-        // Glibc's module leaves out mkostemp; no command started in between could inherit the descriptor.
-        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // A new file is made 0666 and the kernel takes the umask away, as for a shell redirection; touchd never reads
+        // the umask, which means setting it for every thread of the process. A replacement starts 0600 and gets the
+        // replaced file's mode below.
+        let descriptor: Int32
+        let temporary: String
+        switch createTemporary(in: directory, mode: existing == nil ? 0o666 : 0o600) {
+        case .success(let created): (descriptor, temporary) = created
+        case .failure(let failure): return .failure(failure)
+        }
         func fail(_ error: Int32) -> Result<Void, Failure> {
             unlink(temporary)
             return .failure(Failure(description: "cannot write: \(message(error))"))
         }
         var error = writeAll(bytes, to: descriptor)
-        if error == nil {
-            let mode: mode_t
-            if let existing {
-                mode = existing.st_mode & 0o7777
-                // Only root can give a file away; anyone else's replacement is theirs, as with any editor.
-                if geteuid() == 0, existing.st_uid != 0 || existing.st_gid != 0 {
-                    _ = fchown(descriptor, existing.st_uid, existing.st_gid)
-                }
-            } else {
-                let mask = umask(0)
-                umask(mask)
-                mode = 0o666 & ~mask
+        if error == nil, let existing {
+            // Only root can give a file away; anyone else's replacement is theirs, as with any editor.
+            if geteuid() == 0, existing.st_uid != 0 || existing.st_gid != 0 {
+                _ = fchown(descriptor, existing.st_uid, existing.st_gid)
             }
-            if fchmod(descriptor, mode) != 0 { error = errno }
+            if fchmod(descriptor, existing.st_mode & 0o7777) != 0 { error = errno }
         }
         // close reports delayed write errors of some file systems (NFS); they count as failures too.
         if close(descriptor) != 0, error == nil { error = errno }
         if let error { return fail(error) }
         guard rename(temporary, target) == 0 else { return fail(errno) }
         return .success(())
+    }
+
+    /// Creates a temporary file in `directory` under a name of its own (`O_EXCL`, trying again on a name taken), with
+    /// `mode` (less the umask) and close-on-exec. A fixed short prefix: the target's own name could make the temporary
+    /// one longer than NAME_MAX.
+    private static func createTemporary(
+        in directory: String, mode: mode_t
+    ) -> Result<(descriptor: Int32, path: String), Failure> {
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        for _ in 0..<100 {
+            let suffix = (0..<8).map { _ in letters[Int.random(in: 0..<letters.count)] }
+            let path = directory + ".touchd-output-" + String(decoding: suffix, as: UTF8.self)
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+            if descriptor >= 0 { return .success((descriptor, path)) }
+            guard errno == EEXIST else { return .failure(Failure(description: "cannot write: \(message(errno))")) }
+        }
+        return .failure(Failure(description: "cannot write: no free name for a temporary file in \(directory)"))
     }
 
     /// Writes every byte, retrying short writes and EINTR; the errno of a failure, else nil.
