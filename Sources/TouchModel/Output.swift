@@ -65,20 +65,17 @@ public struct GestureEventRecord: Hashable, Sendable {
 }
 
 /// An action resolved to where it goes.
+///
+/// Who sent it and who handles it are one shared ``ActionBinding``, the scene's resolution of the entry that fired: a
+/// copy of the action is one reference, not four strings (issue 17). The names read and write through it; setting one
+/// gives this action a binding of its own.
 public struct ResolvedAction: Hashable, Sendable {
     public var time: Instant
-    /// The id of the sender: a control, or a gesture recognizer when ``gestureEvent`` is set (ids
-    /// are unique across controls and recognizers in a configuration).
-    public var control: String
+    /// The sender, the action, the target and the responder.
+    public private(set) var binding: ActionBinding
     /// The event (or, for a programmatic send, the events) that fired the entry; empty for a
     /// gesture's action.
     public var event: Control.Event
-    public var action: String
-    /// The target that handles the action, or nil when no responder did ("unhandled").
-    public var target: String?
-    /// The responder whose target handled it: the control itself for an explicit target, the
-    /// first responder up the chain for a nil target, nil when unhandled.
-    public var responder: Responder?
     public var contact: ContactID?
     public var location: Point?
     public var value: Double?
@@ -90,16 +87,47 @@ public struct ResolvedAction: Hashable, Sendable {
         responder: Responder?, contact: ContactID?, location: Point?, value: Double?,
         gestureEvent: GestureRecognizer.Event? = nil
     ) {
+        self.init(
+            time: time, binding: ActionBinding(sender: control, action: action, target: target, responder: responder),
+            event: event, contact: contact, location: location, value: value, gestureEvent: gestureEvent)
+    }
+
+    public init(
+        time: Instant, binding: ActionBinding, event: Control.Event, contact: ContactID?, location: Point?,
+        value: Double?, gestureEvent: GestureRecognizer.Event? = nil
+    ) {
         self.time = time
-        self.control = control
+        self.binding = binding
         self.event = event
-        self.action = action
-        self.target = target
-        self.responder = responder
         self.contact = contact
         self.location = location
         self.value = value
         self.gestureEvent = gestureEvent
+    }
+
+    /// The id of the sender: a control, or a gesture recognizer when ``gestureEvent`` is set (ids
+    /// are unique across controls and recognizers in a configuration).
+    public var control: String {
+        get { binding.sender }
+        set { binding = ActionBinding(sender: newValue, action: action, target: target, responder: responder) }
+    }
+
+    public var action: String {
+        get { binding.action }
+        set { binding = ActionBinding(sender: control, action: newValue, target: target, responder: responder) }
+    }
+
+    /// The target that handles the action, or nil when no responder did ("unhandled").
+    public var target: String? {
+        get { binding.target }
+        set { binding = ActionBinding(sender: control, action: action, target: newValue, responder: responder) }
+    }
+
+    /// The responder whose target handled it: the control itself for an explicit target, the
+    /// first responder up the chain for a nil target, nil when unhandled.
+    public var responder: Responder? {
+        get { binding.responder }
+        set { binding = ActionBinding(sender: control, action: action, target: target, responder: newValue) }
     }
 
     /// Whether a responder handled the action.

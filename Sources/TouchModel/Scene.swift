@@ -56,6 +56,8 @@ public struct Scene: Sendable {
         /// The screens in which the control can be touched; empty for every screen.
         var screens: [Int]
         var isRemoved = false
+        /// The resolution of each of the control's target-action entries, in the table's order (``rebuildBindings()``).
+        var bindings: [EntryResolution] = []
     }
 
     struct ContactState: Sendable {
@@ -285,6 +287,7 @@ public struct Scene: Sendable {
         self.activeScreenIndex = activeScreen.flatMap { screenIndex[$0] } ?? (screens.isEmpty ? nil : 0)
         self.applicationTarget = applicationTarget
         rebuildIndex()
+        rebuildBindings()
     }
 
     // MARK: - Input
@@ -593,52 +596,129 @@ public struct Scene: Sendable {
                         time: now, control: slots[index].control.id, event: event, contact: contact,
                         location: location, state: state(at: index), value: value)))
         }
-        for entry in slots[index].control.actions.entries where !entry.events.isDisjoint(with: event) {
-            resolve(entry, event: event, from: index, contact: contact, location: location, value: value, into: &output)
+        // Resolved when the scene last changed: no target looked up by name, no chain walked (issue 17).
+        let entries = slots[index].control.actions.entries
+        for entry in entries.indices where !entries[entry].events.isDisjoint(with: event) {
+            fire(
+                controlResolution(index, entry), event: event, contact: contact, location: location, value: value,
+                gestureEvent: nil, into: &output)
         }
     }
 
-    func resolve(
-        _ entry: TargetActionTable.Entry, event: Control.Event, from index: Int, contact: ContactID?,
-        location: Point?, value: Double?, into output: inout Output
+    /// The kept resolution of a control's entry; resolved now should the two lists ever disagree (they never should:
+    /// every change to a table resolves it again), rather than reading past the end.
+    func controlResolution(_ index: Int, _ entry: Int) -> EntryResolution {
+        if entry < slots[index].bindings.count { return slots[index].bindings[entry] }
+        let declared = slots[index].control.actions.entries[entry]
+        return resolution(
+            of: declared.target, action: declared.action, sender: slots[index].control.id, explicit: .control,
+            control: index, groups: slots[index].ancestors)
+    }
+
+    /// Fires one resolved entry: its action goes into the output, or its explicit target's problem into the
+    /// diagnostics.
+    func fire(
+        _ resolution: EntryResolution, event: Control.Event, contact: ContactID?, location: Point?, value: Double?,
+        gestureEvent: GestureRecognizer.Event?, into output: inout Output
     ) {
-        let id = slots[index].control.id
-        var handler: (target: String, responder: Responder)?
-        switch entry.target {
-        case .target(let name):
-            guard checkExplicitTarget(name, action: entry.action, sender: id, into: &output) else { return }
-            handler = (name, .control(id))
-        case .responderChain:
-            handler = firstResponder(for: entry.action, from: index)
+        switch resolution {
+        case .deliver(let binding):
+            output.entries.append(
+                .action(
+                    ResolvedAction(
+                        time: now, binding: binding, event: event, contact: contact, location: location, value: value,
+                        gestureEvent: gestureEvent)))
+        case .drop(let diagnostic):
+            output.diagnostics.append(diagnostic)
         }
-        output.entries.append(
-            .action(
-                ResolvedAction(
-                    time: now, control: id, event: event, action: entry.action, target: handler?.target,
-                    responder: handler?.responder, contact: contact, location: location, value: value)))
     }
 
-    /// Whether the explicit target `name` of an action sent by `sender` (a control or a gesture) exists and implements
-    /// `action`; when not, the action is dropped and the reason is added to the diagnostics.
-    func checkExplicitTarget(_ name: String, action: String, sender: String, into output: inout Output) -> Bool {
-        guard let target = targets[name] else {
-            output.diagnostics.append(.unknownTarget(name))
-            return false
+    // MARK: - Resolving target-action entries
+
+    /// Resolves every entry of every control and recognizer again. Called when the scene is built and after each change
+    /// that could change an answer: a target added or removed, an entry added or removed, another screen shown. An
+    /// entry whose answer is the same keeps its binding, so the engine still recognises it by identity.
+    mutating func rebuildBindings() {
+        for index in slots.indices {
+            let entries = slots[index].control.actions.entries
+            var bindings: [EntryResolution] = []
+            bindings.reserveCapacity(entries.count)
+            for entry in entries {
+                let resolution = resolution(
+                    of: entry.target, action: entry.action, sender: slots[index].control.id, explicit: .control,
+                    control: index, groups: slots[index].ancestors)
+                bindings.append(keeping(resolution, from: slots[index].bindings))
+            }
+            slots[index].bindings = bindings
         }
-        guard target.responds(to: action) else {
-            output.diagnostics.append(.targetDoesNotRespond(control: sender, target: name, action: action))
-            return false
+        for index in recognizers.indices {
+            let entries = recognizers[index].recognizer.actions
+            var bindings: [EntryResolution] = []
+            bindings.reserveCapacity(entries.count)
+            for entry in entries {
+                let resolution = resolution(
+                    of: entry.target, action: entry.action, sender: recognizers[index].recognizer.id,
+                    explicit: .gesture, control: recognizers[index].control, groups: recognizers[index].ancestors)
+                bindings.append(keeping(resolution, from: recognizers[index].bindings))
+            }
+            recognizers[index].bindings = bindings
+        }
+    }
+
+    /// Whether every kept resolution is what the scene's declarations say now (tests check this after each change).
+    func bindingsAreCurrent() -> Bool {
+        for index in slots.indices {
+            let expected = slots[index].control.actions.entries.map {
+                resolution(
+                    of: $0.target, action: $0.action, sender: slots[index].control.id, explicit: .control,
+                    control: index, groups: slots[index].ancestors)
+            }
+            if expected != slots[index].bindings { return false }
+        }
+        for index in recognizers.indices {
+            let expected = recognizers[index].recognizer.actions.map {
+                resolution(
+                    of: $0.target, action: $0.action, sender: recognizers[index].recognizer.id, explicit: .gesture,
+                    control: recognizers[index].control, groups: recognizers[index].ancestors)
+            }
+            if expected != recognizers[index].bindings { return false }
         }
         return true
     }
 
-    /// Walks control → groups (innermost first) → active screen → application and returns the
-    /// first responder whose target implements `action`.
-    private func firstResponder(for action: String, from index: Int) -> (target: String, responder: Responder)? {
-        firstResponder(for: action, control: index, groups: slots[index].ancestors)
+    /// The same resolution as one kept before, so that its binding stays the same object; otherwise `resolution`.
+    private func keeping(_ resolution: EntryResolution, from kept: [EntryResolution]) -> EntryResolution {
+        kept.first { $0 == resolution } ?? resolution
     }
 
-    /// The same walk from an optional control and the groups after it (a recognizer's chain).
+    /// Which responder an explicit target's actions name: the control or the recognizer that sends them.
+    enum ExplicitResponder {
+        case control, gesture
+    }
+
+    /// What firing an entry of `sender` does now: an explicit target must exist and implement the action (or the action
+    /// is dropped with the reason); a nil target walks the responder chain from `control` and `groups`.
+    func resolution(
+        of target: TargetSlot, action: String, sender: String, explicit: ExplicitResponder, control: Int?,
+        groups: [Int]
+    ) -> EntryResolution {
+        switch target {
+        case .target(let name):
+            guard let known = targets[name] else { return .drop(.unknownTarget(name)) }
+            guard known.responds(to: action) else {
+                return .drop(.targetDoesNotRespond(control: sender, target: name, action: action))
+            }
+            let responder: Responder = explicit == .control ? .control(sender) : .gesture(sender)
+            return .deliver(ActionBinding(sender: sender, action: action, target: name, responder: responder))
+        case .responderChain:
+            let handler = firstResponder(for: action, control: control, groups: groups)
+            return .deliver(
+                ActionBinding(sender: sender, action: action, target: handler?.target, responder: handler?.responder))
+        }
+    }
+
+    /// Walks control → groups (innermost first) → active screen → application and returns the first responder whose
+    /// target implements `action`; for a recognizer, from its control (if any) and the groups after it.
     func firstResponder(for action: String, control index: Int?, groups ancestors: [Int])
         -> (target: String, responder: Responder)?
     {

@@ -110,6 +110,7 @@ extension Scene {
             return finish(output)
         }
         activeScreenIndex = index
+        rebuildBindings()
         for control in slots.indices where slots[control].contact != nil && !isTouchable(control) {
             cancelTracking(control, reason: .screenChanged, into: &output)
         }
@@ -122,10 +123,11 @@ extension Scene {
         change(id, at: time) { scene, index, output in
             let control = scene.slots[index].control
             let value: Double? = control.hasValue ? control.value : nil
-            for entry in control.actions.entries where !entry.events.isDisjoint(with: events) {
-                scene.resolve(
-                    entry, event: entry.events.intersection(events), from: index, contact: nil, location: nil,
-                    value: value, into: &output)
+            for (entry, declared) in control.actions.entries.enumerated()
+            where !declared.events.isDisjoint(with: events) {
+                scene.fire(
+                    scene.controlResolution(index, entry), event: declared.events.intersection(events), contact: nil,
+                    location: nil, value: value, gestureEvent: nil, into: &output)
             }
         }
     }
@@ -133,6 +135,7 @@ extension Scene {
     /// Registers a target, replacing one with the same name.
     public mutating func addTarget(_ target: Target) {
         targets[target.name] = target
+        rebuildBindings()
     }
 
     /// A target went away (a control-socket client disconnected): it and every entry naming it
@@ -145,6 +148,7 @@ extension Scene {
         for index in recognizers.indices {
             recognizers[index].recognizer.removeAll(target: name)
         }
+        rebuildBindings()
     }
 
     /// Adds a target-action entry to a control. An explicit target must exist and respond to the
@@ -160,6 +164,7 @@ extension Scene {
             }
         }
         slots[index].control.actions.add(target: target, action: action, for: events)
+        rebuildBindings()
         return []
     }
 
@@ -177,6 +182,7 @@ extension Scene {
             }
         }
         recognizers[index].recognizer.add(target: target, action: action, for: events)
+        rebuildBindings()
         return []
     }
 
@@ -186,6 +192,7 @@ extension Scene {
     ) -> [Diagnostic] {
         guard let index = controlIndex[id] else { return [.unknownControl(id)] }
         slots[index].control.actions.remove(target: target, action: action, for: events)
+        rebuildBindings()
         return []
     }
 

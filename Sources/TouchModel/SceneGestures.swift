@@ -33,6 +33,8 @@ struct GestureSlot: Sendable {
     /// Recognizers it may recognize with (both directions of `simultaneous_with`).
     var simultaneous: SmallSet<Int> = []
     var requiresFailureOf: [Int] = []
+    /// The resolution of each of the recognizer's target-action entries, in order (``Scene/rebuildBindings()``).
+    var bindings: [EntryResolution] = []
 }
 
 extension Scene {
@@ -284,6 +286,15 @@ extension Scene {
 
     // MARK: - Dispatch
 
+    /// The kept resolution of a recognizer's entry (see ``controlResolution(_:_:)``).
+    func gestureResolution(_ index: Int, _ entry: Int) -> EntryResolution {
+        if entry < recognizers[index].bindings.count { return recognizers[index].bindings[entry] }
+        let declared = recognizers[index].recognizer.actions[entry]
+        return resolution(
+            of: declared.target, action: declared.action, sender: recognizers[index].recognizer.id, explicit: .gesture,
+            control: recognizers[index].control, groups: recognizers[index].ancestors)
+    }
+
     /// Records one gesture event and dispatches it through the recognizer's actions. A discrete
     /// recognizer's `recognized` is also its `ended` (UIKit's alias), in one dispatch.
     private func sendGesture(_ event: GestureRecognizer.Event, from index: Int, into output: inout Output) {
@@ -307,32 +318,12 @@ extension Scene {
         }
         var mask = event
         if event == .recognized && !recognizers[index].recognizer.kind.isContinuous { mask.insert(.ended) }
-        for entry in recognizers[index].recognizer.actions where !entry.events.isDisjoint(with: mask) {
-            resolveGesture(entry, event: event, from: index, into: &output)
+        let entries = recognizers[index].recognizer.actions
+        for entry in entries.indices where !entries[entry].events.isDisjoint(with: mask) {
+            // Its contact and location are the recognizer's latest, as the event's record has them.
+            fire(
+                gestureResolution(index, entry), event: [], contact: recognizers[index].progress.lastContacts.first,
+                location: recognizers[index].progress.lastCentroid, value: nil, gestureEvent: event, into: &output)
         }
-    }
-
-    /// One of a recognizer's actions for `event`: its contact and location are the recognizer's latest, as the event's
-    /// record has them.
-    private func resolveGesture(
-        _ entry: GestureRecognizer.Action, event: GestureRecognizer.Event, from index: Int, into output: inout Output
-    ) {
-        let slot = recognizers[index]
-        var handler: (target: String, responder: Responder)?
-        switch entry.target {
-        case .target(let name):
-            guard checkExplicitTarget(name, action: entry.action, sender: slot.recognizer.id, into: &output) else {
-                return
-            }
-            handler = (name, .gesture(slot.recognizer.id))
-        case .responderChain:
-            handler = firstResponder(for: entry.action, control: slot.control, groups: slot.ancestors)
-        }
-        output.entries.append(
-            .action(
-                ResolvedAction(
-                    time: now, control: slot.recognizer.id, event: [], action: entry.action, target: handler?.target,
-                    responder: handler?.responder, contact: slot.progress.lastContacts.first,
-                    location: slot.progress.lastCentroid, value: nil, gestureEvent: event)))
     }
 }

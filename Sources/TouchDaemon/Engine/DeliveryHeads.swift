@@ -5,8 +5,9 @@ import TouchModel
 /// them. A touch then neither looks its target up by name, nor names its event again, nor makes and escapes seven
 /// strings for its message (issue 17).
 ///
-/// A binding is recognised by comparing the resolved action's fields with the kept ones: the names come from the
-/// configuration, so equal names are usually the same storage, which compares in a few instructions. The heads are
+/// A binding is recognised by its identity first: the scene resolves each target-action entry into one
+/// ``ActionBinding`` and keeps it until a change could alter it, so a touch finds its head by comparing one reference
+/// and its events. An action made elsewhere (a test, a binding the scene made again) is matched by its names. The heads are
 /// kept in the order they were made, at most ``capacity`` of them and none larger than ``maximumKeptBytes``; past that
 /// the oldest is replaced. A new generation (a reload) forgets them all: event names and targets belong to a
 /// configuration.
@@ -20,18 +21,25 @@ struct DeliveryHeads {
     static let maximumKeptBytes = 4096
 
     private struct Entry {
-        let control: String
+        /// Held, so that its identity is not another binding's while the entry is kept.
+        let binding: ActionBinding
         let event: Control.Event
         let gestureEvent: GestureRecognizer.Event?
-        let action: String
         let target: String
-        let responder: Responder?
         let head: ActionDelivery.Head
         let executor: ExecutorKind
 
+        /// The same binding object: a reference and the events compared, no names.
+        func isIdentical(to action: ResolvedAction, target: String) -> Bool {
+            binding === action.binding && event == action.event && gestureEvent == action.gestureEvent
+                && self.target == target
+        }
+
+        /// Equal names.
         func matches(_ action: ResolvedAction, target: String) -> Bool {
-            event == action.event && gestureEvent == action.gestureEvent && self.action == action.action
-                && self.target == target && control == action.control && responder == action.responder
+            event == action.event && gestureEvent == action.gestureEvent && self.target == target
+                && binding.action == action.action && binding.sender == action.control
+                && binding.responder == action.responder
         }
     }
 
@@ -53,15 +61,18 @@ struct DeliveryHeads {
             replace = 0
             self.generation = generation
         }
-        // By index: an entry is read in place, not copied with its strings.
+        // By index: an entry is read in place, not copied. By identity first, the names only when that finds none.
+        for index in entries.indices where entries[index].isIdentical(to: action, target: target) {
+            return (entries[index].head, entries[index].executor)
+        }
         for index in entries.indices where entries[index].matches(action, target: target) {
             return (entries[index].head, entries[index].executor)
         }
         guard let definition = configuration.targets.first(where: { $0.name == target }) else { return nil }
         let head = ActionDelivery.Head(action, target: target, configuration: configuration)
         let entry = Entry(
-            control: action.control, event: action.event, gestureEvent: action.gestureEvent, action: action.action,
-            target: target, responder: action.responder, head: head, executor: definition.kind.executor)
+            binding: action.binding, event: action.event, gestureEvent: action.gestureEvent, target: target, head: head,
+            executor: definition.kind.executor)
         made &+= 1
         guard head.opening.count.addingSaturating(head.middle.count) <= Self.maximumKeptBytes else {
             return (head, entry.executor)
