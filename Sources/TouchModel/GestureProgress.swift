@@ -73,11 +73,16 @@ struct GestureProgress: Hashable, Sendable {
     /// The contacts down now, in the order they went down.
     var contacts: [ContactID] { down.map(\.contact) }
 
-    private mutating func note() {
+    private mutating func note(for kind: GestureRecognizer.Kind) {
         guard let centre = centroid else { return }
         lastCentroid = centre
-        lastTranslation = translation
-        lastScale = scale
+        // Only a pan's events report a translation and only a pinch's a scale (Scene.sendGesture): the other kinds do
+        // not work them out on every touch (issue 17).
+        switch kind {
+        case .pan: lastTranslation = translation
+        case .pinch: lastScale = scale
+        case .tap, .longPress, .swipe: break
+        }
         // In place rather than `contacts` (a new array on every touch of every recognizer that watches it): the
         // array is the recognizer's alone again once the events that carried the last one are handled (issue 17).
         lastContacts.removeAllKeepingCapacity()
@@ -100,7 +105,7 @@ struct GestureProgress: Hashable, Sendable {
         let pressStarts = down.isEmpty
         down.append(touch)
         sequence.insert(touch.serial)
-        defer { note() }
+        defer { note(for: recognizer.kind) }
         guard down.count <= recognizer.fingers else { return .fail }
         switch recognizer.kind {
         case .tap(let tap):
@@ -142,7 +147,7 @@ struct GestureProgress: Hashable, Sendable {
     ) -> GestureRecognizer.Input? {
         guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
         down[index].location = location
-        note()
+        note(for: recognizer.kind)
         guard settled else { return nil }
         let moved = down.reduce(0.0) { Swift.max($0, $1.location.distance(to: $1.start)) }
         switch state {
@@ -185,7 +190,7 @@ struct GestureProgress: Hashable, Sendable {
         guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
         // A finished recognizer sends nothing more before it resets, so what it last saw is not read again: on every
         // lift of a tap that a recognizer failed at its touch-down (an edge swipe's), nothing to note (issue 17).
-        if !state.isFinished { note() }
+        if !state.isFinished { note(for: recognizer.kind) }
         down.remove(at: index)
         switch state {
         case .began, .changed: return .finish
@@ -210,9 +215,11 @@ struct GestureProgress: Hashable, Sendable {
     }
 
     /// A touch of the recognizer was cancelled by the input layer or the model.
-    mutating func touchCancelled(_ serial: TouchSerial, in state: GestureRecognizer.State) -> GestureRecognizer.Input? {
+    mutating func touchCancelled(
+        _ serial: TouchSerial, in state: GestureRecognizer.State, for recognizer: Rules
+    ) -> GestureRecognizer.Input? {
         guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
-        if !state.isFinished { note() }
+        if !state.isFinished { note(for: recognizer.kind) }
         down.remove(at: index)
         return state.isFinished ? nil : .cancel
     }

@@ -116,7 +116,9 @@ extension Scene {
     mutating func gesturesTouchCancelled(_ serial: TouchSerial, into output: inout Output) {
         movesLaterInFrame.remove(serial)
         for index in recognizers.indices where recognizers[index].progress.holds(serial) {
-            if let input = recognizers[index].progress.touchCancelled(serial, in: recognizers[index].state) {
+            let state = recognizers[index].state
+            let rules = recognizers[index].recognizer.rules
+            if let input = recognizers[index].progress.touchCancelled(serial, in: state, for: rules) {
                 drive(index, input, into: &output)
             }
             resetIfDone(index)

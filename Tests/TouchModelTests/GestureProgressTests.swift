@@ -72,6 +72,36 @@ struct GestureProgressTests {
         }
     }
 
+    @Test("a pan notes its translation and a pinch its scale; the other kinds, whose events report neither, do not")
+    func onlyWhatTheEventsReport() {
+        let one = Rules(fingers: 1, kind: .pan(GestureRecognizer.Pan()))
+        var pan = GestureProgress()
+        _ = pan.touchDown(Self.touch(1, at: 100, 100), at: Self.at(0), for: one)
+        _ = pan.touchMoved(1, to: Point(x: 130, y: 140), in: .possible, for: one)
+        #expect(pan.lastTranslation == Point(x: 30, y: 40))
+        #expect(pan.lastCentroid == Point(x: 130, y: 140))
+        let two = Rules(fingers: 2, kind: .pinch(GestureRecognizer.Pinch()))
+        var pinch = GestureProgress()
+        _ = pinch.touchDown(Self.touch(1, at: 100, 100), at: Self.at(0), for: two)
+        _ = pinch.touchDown(Self.touch(2, at: 200, 100), at: Self.at(1), for: two)
+        _ = pinch.touchMoved(2, to: Point(x: 300, y: 100), in: .possible, for: two)
+        #expect(pinch.lastScale == 2)
+        #expect(pinch.lastTranslation == Point(x: 0, y: 0))
+        for kind in [
+            GestureRecognizer.Kind.swipe(GestureRecognizer.Swipe(directions: .right)), .tap(GestureRecognizer.Tap()),
+            .longPress(GestureRecognizer.LongPress()),
+        ] {
+            let rules = Rules(fingers: 2, kind: kind)
+            var progress = GestureProgress()
+            _ = progress.touchDown(Self.touch(1, at: 100, 100), at: Self.at(0), for: rules)
+            _ = progress.touchDown(Self.touch(2, at: 200, 100), at: Self.at(1), for: rules)
+            _ = progress.touchMoved(2, to: Point(x: 300, y: 120), in: .possible, for: rules)
+            #expect(progress.lastCentroid == Point(x: 200, y: 110), "\(kind)")
+            #expect(progress.lastContacts == [1, 2])
+            #expect(progress.lastTranslation == Point(x: 0, y: 0) && progress.lastScale == 1, "\(kind)")
+        }
+    }
+
     @Test("a finished recognizer's lifts and cancels leave what it last saw as it was")
     func finishedRecognizersNoteNothing() {
         let edge = GestureRecognizer.Edge(side: .left, margin: 30, bounds: Rect(x: 0, y: 0, width: 1000, height: 1000))
@@ -83,7 +113,7 @@ struct GestureProgressTests {
             _ = progress.touchDown(Self.touch(2, at: 500, 400), at: Self.at(1), for: rules)
             let seen = (progress.lastCentroid, progress.lastContacts)
             #expect(progress.touchLifted(1, at: Self.at(10), in: finished, for: rules) == nil)
-            #expect(progress.touchCancelled(2, in: finished) == nil)
+            #expect(progress.touchCancelled(2, in: finished, for: rules) == nil)
             #expect(progress.lastCentroid == seen.0 && progress.lastContacts == seen.1)
             #expect(progress.down.isEmpty)
         }
