@@ -83,7 +83,8 @@ public struct Scene: Sendable {
     var screens: [Screen] = []
     var activeScreenIndex: Int?
     private var applicationTarget: String?
-    /// By name. Looked up for every action a control or gesture sends, so sorted rather than hashed (``SortedMap``).
+    /// By name. Looked up for every entry whenever the scene resolves them (``rebuildBindings()``), so sorted rather
+    /// than hashed (``SortedMap``).
     var targets = SortedMap<String, Target>()
     var contacts: SmallMap<ContactID, ContactState> = [:]
     private var ignoredContacts: SmallSet<ContactID> = []
