@@ -86,6 +86,9 @@ public struct Scene: Sendable {
     /// By name. Looked up for every entry whenever the scene resolves them (``rebuildBindings()``), so sorted rather
     /// than hashed (``SortedMap``).
     var targets = SortedMap<String, Target>()
+    /// How many target-action entries the scene has resolved since it was built: work counted, so that a test can check
+    /// that a change resolves what it can affect and no more.
+    private(set) var entriesResolved = 0
     var contacts: SmallMap<ContactID, ContactState> = [:]
     private var ignoredContacts: SmallSet<ContactID> = []
     private var grid = SpatialGrid(boxes: [])
@@ -637,33 +640,42 @@ public struct Scene: Sendable {
     // MARK: - Resolving target-action entries
 
     /// Resolves every entry of every control and recognizer again. Called when the scene is built and after each change
-    /// that could change an answer: a target added or removed, an entry added or removed, another screen shown. An
-    /// entry whose answer is the same keeps its binding, so the engine still recognises it by identity.
+    /// that could change any answer: a target added or removed, another screen shown. An entry whose answer is the same
+    /// keeps its binding, so the engine still recognises it by identity.
     mutating func rebuildBindings() {
-        for index in slots.indices {
-            let entries = slots[index].control.actions.entries
-            var bindings: [EntryResolution] = []
-            bindings.reserveCapacity(entries.count)
-            for entry in entries {
-                let resolution = resolution(
-                    of: entry.target, action: entry.action, sender: slots[index].control.id, explicit: .control,
-                    control: index, groups: slots[index].ancestors)
-                bindings.append(keeping(resolution, from: slots[index].bindings))
-            }
-            slots[index].bindings = bindings
+        for index in slots.indices { rebuildBindings(control: index) }
+        for index in recognizers.indices { rebuildBindings(gesture: index) }
+    }
+
+    /// Resolves one control's entries again, after its table changed: the other controls' answers cannot have changed,
+    /// so a subscriber that adds an entry to each of N controls costs N tables, not N times every table.
+    mutating func rebuildBindings(control index: Int) {
+        let entries = slots[index].control.actions.entries
+        var bindings: [EntryResolution] = []
+        bindings.reserveCapacity(entries.count)
+        for entry in entries {
+            let resolution = resolution(
+                of: entry.target, action: entry.action, sender: slots[index].control.id, explicit: .control,
+                control: index, groups: slots[index].ancestors)
+            bindings.append(keeping(resolution, from: slots[index].bindings))
         }
-        for index in recognizers.indices {
-            let entries = recognizers[index].recognizer.actions
-            var bindings: [EntryResolution] = []
-            bindings.reserveCapacity(entries.count)
-            for entry in entries {
-                let resolution = resolution(
-                    of: entry.target, action: entry.action, sender: recognizers[index].recognizer.id,
-                    explicit: .gesture, control: recognizers[index].control, groups: recognizers[index].ancestors)
-                bindings.append(keeping(resolution, from: recognizers[index].bindings))
-            }
-            recognizers[index].bindings = bindings
+        slots[index].bindings = bindings
+        entriesResolved &+= entries.count
+    }
+
+    /// Resolves one recognizer's entries again, after its actions changed.
+    mutating func rebuildBindings(gesture index: Int) {
+        let entries = recognizers[index].recognizer.actions
+        var bindings: [EntryResolution] = []
+        bindings.reserveCapacity(entries.count)
+        for entry in entries {
+            let resolution = resolution(
+                of: entry.target, action: entry.action, sender: recognizers[index].recognizer.id,
+                explicit: .gesture, control: recognizers[index].control, groups: recognizers[index].ancestors)
+            bindings.append(keeping(resolution, from: recognizers[index].bindings))
         }
+        recognizers[index].bindings = bindings
+        entriesResolved &+= entries.count
     }
 
     /// Whether every kept resolution is what the scene's declarations say now (tests check this after each change).

@@ -164,7 +164,7 @@ extension Scene {
             }
         }
         slots[index].control.actions.add(target: target, action: action, for: events)
-        rebuildBindings()
+        rebuildBindings(control: index)
         return []
     }
 
@@ -182,7 +182,7 @@ extension Scene {
             }
         }
         recognizers[index].recognizer.add(target: target, action: action, for: events)
-        rebuildBindings()
+        rebuildBindings(gesture: index)
         return []
     }
 
@@ -192,7 +192,7 @@ extension Scene {
     ) -> [Diagnostic] {
         guard let index = controlIndex[id] else { return [.unknownControl(id)] }
         slots[index].control.actions.remove(target: target, action: action, for: events)
-        rebuildBindings()
+        rebuildBindings(control: index)
         return []
     }
 

@@ -101,6 +101,35 @@ struct ActionBindingTests {
         }
     }
 
+    @Test("a change resolves what it can affect: an entry added to each of many controls costs each table once")
+    func changesResolveOnlyWhatTheyAffect() throws {
+        let count = 300
+        var table = TargetActionTable()
+        table.add(target: .responderChain, action: "x", for: .touchUpInside)
+        let controls = (0..<count).map { index in
+            Control(
+                id: "c\(index)",
+                shape: .rect(Rect(x: Double(index % 30) * 10, y: Double(index / 30) * 10, width: 9, height: 9)),
+                actions: table)
+        }
+        var scene = try Scene(controls: controls, targets: [Target(name: "t", respondsTo: ["x", "y"])])
+        #expect(scene.entriesResolved == count, "built: every entry once")
+        // A subscriber adds an entry to every control, as the control socket's subscriptions do.
+        var before = scene.entriesResolved
+        for index in 0..<count {
+            #expect(scene.addAction(control: "c\(index)", target: .target("t"), action: "y", for: .touchDown) == [])
+        }
+        #expect(scene.entriesResolved - before == 2 * count, "each control's two entries, once")
+        before = scene.entriesResolved
+        _ = scene.removeAction(control: "c0", target: .target("t"), action: "y", for: .touchDown)
+        #expect(scene.entriesResolved - before == 1)
+        // A new target can answer any chain: every entry again, once.
+        before = scene.entriesResolved
+        scene.addTarget(Target(name: "u", respondsTo: ["z"]))
+        #expect(scene.entriesResolved - before == 2 * count - 1)
+        #expect(scene.bindingsAreCurrent())
+    }
+
     @Test("the check is not vacuous: a table changed behind the scene's back is stale")
     func staleTableIsCaught() throws {
         var scene = try Self.makeScene()
