@@ -613,10 +613,7 @@ public struct Scene: Sendable {
     /// every change to a table resolves it again), rather than reading past the end.
     func controlResolution(_ index: Int, _ entry: Int) -> EntryResolution {
         if entry < slots[index].bindings.count { return slots[index].bindings[entry] }
-        let declared = slots[index].control.actions.entries[entry]
-        return resolution(
-            of: declared.target, action: declared.action, sender: slots[index].control.id, explicit: .control,
-            control: index, groups: slots[index].ancestors)
+        return resolution(ofControl: index, slots[index].control.actions.entries[entry])
     }
 
     /// Fires one resolved entry: its action goes into the output, or its explicit target's problem into the
@@ -654,10 +651,7 @@ public struct Scene: Sendable {
         var bindings: [EntryResolution] = []
         bindings.reserveCapacity(entries.count)
         for entry in entries {
-            let resolution = resolution(
-                of: entry.target, action: entry.action, sender: slots[index].control.id, explicit: .control,
-                control: index, groups: slots[index].ancestors)
-            bindings.append(keeping(resolution, from: slots[index].bindings))
+            bindings.append(keeping(resolution(ofControl: index, entry), from: slots[index].bindings))
         }
         slots[index].bindings = bindings
         entriesResolved &+= entries.count
@@ -669,10 +663,7 @@ public struct Scene: Sendable {
         var bindings: [EntryResolution] = []
         bindings.reserveCapacity(entries.count)
         for entry in entries {
-            let resolution = resolution(
-                of: entry.target, action: entry.action, sender: recognizers[index].recognizer.id,
-                explicit: .gesture, control: recognizers[index].control, groups: recognizers[index].ancestors)
-            bindings.append(keeping(resolution, from: recognizers[index].bindings))
+            bindings.append(keeping(resolution(ofGesture: index, entry), from: recognizers[index].bindings))
         }
         recognizers[index].bindings = bindings
         entriesResolved &+= entries.count
@@ -681,19 +672,11 @@ public struct Scene: Sendable {
     /// Whether every kept resolution is what the scene's declarations say now (tests check this after each change).
     func bindingsAreCurrent() -> Bool {
         for index in slots.indices {
-            let expected = slots[index].control.actions.entries.map {
-                resolution(
-                    of: $0.target, action: $0.action, sender: slots[index].control.id, explicit: .control,
-                    control: index, groups: slots[index].ancestors)
-            }
+            let expected = slots[index].control.actions.entries.map { resolution(ofControl: index, $0) }
             if expected != slots[index].bindings { return false }
         }
         for index in recognizers.indices {
-            let expected = recognizers[index].recognizer.actions.map {
-                resolution(
-                    of: $0.target, action: $0.action, sender: recognizers[index].recognizer.id, explicit: .gesture,
-                    control: recognizers[index].control, groups: recognizers[index].ancestors)
-            }
+            let expected = recognizers[index].recognizer.actions.map { resolution(ofGesture: index, $0) }
             if expected != recognizers[index].bindings { return false }
         }
         return true
@@ -709,9 +692,25 @@ public struct Scene: Sendable {
         case control, gesture
     }
 
+    /// What firing a control's entry does now: its explicit target names the control as the responder, and its chain
+    /// starts at the control.
+    func resolution(ofControl index: Int, _ entry: TargetActionTable.Entry) -> EntryResolution {
+        resolution(
+            of: entry.target, action: entry.action, sender: slots[index].control.id, explicit: .control,
+            control: index, groups: slots[index].ancestors)
+    }
+
+    /// What firing a recognizer's entry does now: its explicit target names the recognizer as the responder, and its
+    /// chain starts at the recognizer's control, if any, and the groups after it.
+    func resolution(ofGesture index: Int, _ entry: GestureRecognizer.Action) -> EntryResolution {
+        resolution(
+            of: entry.target, action: entry.action, sender: recognizers[index].recognizer.id, explicit: .gesture,
+            control: recognizers[index].control, groups: recognizers[index].ancestors)
+    }
+
     /// What firing an entry of `sender` does now: an explicit target must exist and implement the action (or the action
     /// is dropped with the reason); a nil target walks the responder chain from `control` and `groups`.
-    func resolution(
+    private func resolution(
         of target: TargetSlot, action: String, sender: String, explicit: ExplicitResponder, control: Int?,
         groups: [Int]
     ) -> EntryResolution {

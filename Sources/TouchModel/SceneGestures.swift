@@ -291,10 +291,7 @@ extension Scene {
     /// The kept resolution of a recognizer's entry (see ``controlResolution(_:_:)``).
     func gestureResolution(_ index: Int, _ entry: Int) -> EntryResolution {
         if entry < recognizers[index].bindings.count { return recognizers[index].bindings[entry] }
-        let declared = recognizers[index].recognizer.actions[entry]
-        return resolution(
-            of: declared.target, action: declared.action, sender: recognizers[index].recognizer.id, explicit: .gesture,
-            control: recognizers[index].control, groups: recognizers[index].ancestors)
+        return resolution(ofGesture: index, recognizers[index].recognizer.actions[entry])
     }
 
     /// Records one gesture event and dispatches it through the recognizer's actions. A discrete
