@@ -210,9 +210,12 @@ final class LatencyComparison {
             "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); \(cpu); "
                 + "kernel event → socket "
                 + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
-                + (figures.map {
-                    "kernel event → executor p50=\($0.p50.map(String.init) ?? "?")µs, of which poll returned → "
-                        + "executor p50=\($0.figure("handling_p50_us").map(String.init) ?? "?")µs"
+                + (figures.map { figures in
+                    // A reader built to time its steps (scripts/vm/step-times) adds their medians, in µs.
+                    let steps = figures.metadata["step_times"].map { "; step times (µs, median): \($0)" } ?? ""
+                    guard let p50 = figures.p50 else { return "its own figures: none" + steps }
+                    return "kernel event → executor p50=\(p50)µs, of which poll returned → executor p50="
+                        + "\(figures.figure("handling_p50_us").map(String.init) ?? "?")µs" + steps
                 } ?? "no processing latency line"))
     }
 

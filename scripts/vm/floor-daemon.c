@@ -7,10 +7,16 @@
 //
 // usage: floor-daemon run --config PATH [...]   (the arguments touchd-e2e gives touchd; built by scripts/vm/floors)
 //
+// At SIGTERM it logs, as touchd's step-times build does (scripts/vm/step-times), the medians of two steps of the
+// wake-ups that sent a message, in microseconds from the CPU's cycle counter (no system call): `poll` returned →
+// libinput_dispatch done, and `poll` returned → the send begins.
+//
 // It serves only the comparison's configuration (TestConfig.valid): it takes the first `socket = "..."` line as the
 // target, the output as 1000 px square, and control "a" left of x = 450, "b" right of it. It tells NOTIFY_SOCKET
 // READY=1 and "1 touchscreen" when the panel is added, as touchd does.
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <fcntl.h>
 #include <libinput.h>
 #include <libudev.h>
@@ -26,6 +32,46 @@ static int open_restricted(const char *path, int flags, void *data) {
     (void)data;
     int fd = open(path, flags | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
+}
+
+static unsigned long long cycles(void) {
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    unsigned long long count;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(count));
+    return count;
+#else
+    return 0;  // no counter without a system call: the steps read 0
+#endif
+}
+
+static unsigned long long monotonic_us(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (unsigned long long)now.tv_sec * 1000000ull + (unsigned long long)now.tv_nsec / 1000;
+}
+
+// The steps of each wake-up that sent, in cycles; enough for any comparison run (a round is 40 messages).
+enum { step_samples = 65536 };
+static unsigned long long dispatched_steps[step_samples], send_steps[step_samples];
+static int step_count;
+static volatile sig_atomic_t stopping;
+
+static void stop(int signal) {
+    (void)signal;
+    stopping = 1;
+}
+
+static int compare_cycles(const void *a, const void *b) {
+    unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return (x > y) - (x < y);
+}
+
+static int median_us(unsigned long long *steps, double cycles_per_us) {
+    if (step_count == 0 || cycles_per_us <= 0) return 0;
+    qsort(steps, (size_t)step_count, sizeof steps[0], compare_cycles);
+    return (int)((double)steps[step_count / 2] / cycles_per_us + 0.5);
 }
 
 static void close_restricted(int fd, void *data) {
@@ -101,9 +147,23 @@ int main(int argc, char **argv) {
     // One contact at a time, as the comparison taps: the control its touch-down landed on.
     const char *control = "a";
     struct pollfd wait = {libinput_get_fd(input), POLLIN, 0};
+    // SIGTERM ends the wait (no SA_RESTART), and the loop logs the steps and exits.
+    struct sigaction on_term = {.sa_handler = stop};
+    sigaction(SIGTERM, &on_term, NULL);
+    unsigned long long origin = cycles(), origin_us = monotonic_us(), woke = 0, dispatched = 0;
+    int sent = 0;
     // The devices present at the start are queued by libinput_udev_assign_seat already: take them before waiting.
-    for (;; wait.revents = 0, poll(&wait, 1, -1)) {
+    for (;; wait.revents = 0, poll(&wait, 1, -1), woke = cycles(), sent = 0) {
+        if (stopping) {
+            double per_us = (double)(cycles() - origin) / (double)(monotonic_us() - origin_us + 1);
+            printf("floor-daemon: processing latency step_times=poll_to_libinput_dispatched=%d,poll_to_send=%d,"
+                   "frames=%d\n",
+                median_us(dispatched_steps, per_us), median_us(send_steps, per_us), step_count);
+            fflush(stdout);
+            return 0;
+        }
         libinput_dispatch(input);
+        dispatched = cycles();
         struct libinput_event *event;
         while ((event = libinput_get_event(input))) {
             enum libinput_event_type type = libinput_event_get_type(event);
@@ -127,6 +187,11 @@ int main(int argc, char **argv) {
                     (unsigned long long)libinput_event_touch_get_time_usec(touch), x, y,
                     libinput_device_get_sysname(libinput_event_get_device(event)));
                 if (length > 0 && (size_t)length < sizeof message) {
+                    if (woke != 0 && !sent && step_count < step_samples) {
+                        dispatched_steps[step_count] = dispatched - woke;
+                        send_steps[step_count++] = cycles() - woke;
+                        sent = 1;
+                    }
                     send(out, message, (size_t)length, MSG_DONTWAIT | MSG_NOSIGNAL);
                 }
             }

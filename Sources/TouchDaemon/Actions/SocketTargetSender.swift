@@ -147,6 +147,7 @@ final class SocketTargetSender: Sendable {
     /// thread between a touch and its message (issue 17).
     func submit(_ deliveries: [ActionDelivery]) {
         let wake = core.state.withLock { state -> Bool in
+            StepTimes.mark(.senderLocked)
             var wake = false
             // By position, not `for delivery in`: each delivery is read where it lies, not copied (seven strings).
             for index in deliveries.indices {
@@ -269,12 +270,15 @@ final class SocketSenderCore: Sendable {
         /// array of its own: only a message that goes to the sender thread gets one.
         mutating func accept(_ delivery: ActionDelivery, scratch: inout [UInt8]) -> Accepted {
             if directSocket >= 0 {
+                StepTimes.mark(.messageBegins)
                 let length = delivery.writeJSON(
                     into: &scratch, terminator: target.type == .stream ? UInt8(ascii: "\n") : nil)
                 let socket = directSocket
+                StepTimes.mark(.sendBegins)
                 let result = scratch.withUnsafeBytes {
                     UnixSocket.send(socket, UnsafeRawBufferPointer(rebasing: $0[..<length]), from: 0)
                 }
+                StepTimes.mark(.sent)
                 if case .sent(let count) = result, count == length { return .sent }
                 directSocket = -1
                 if case .sent(let count) = result, count > 0 {

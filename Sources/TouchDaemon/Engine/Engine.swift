@@ -238,8 +238,11 @@ struct Engine {
             // Into the one output kept for every frame, taken out of the engine while `deliver` changes the engine.
             var output = sceneOutput
             sceneOutput = Output()
+            StepTimes.mark(.sceneBegins)
             scene.handle(frame, into: &output)
+            StepTimes.mark(.sceneDone)
             deliver(taking: &output, at: frame.time, device: device, fromInput: fromInput, now: now, into: &effects)
+            StepTimes.mark(.delivered)
             sceneOutput = output  // emptied by the scene when it writes the next frame into it
         }
         idleAfterFrame(at: frame.time)

@@ -138,6 +138,7 @@ final class Daemon {
         while true {
             pingWatchdogIfDue()
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout())
+            StepTimes.mark(.woke)
             wokeAt = monotonicMicroseconds()
             if ready < 0 && errno != EINTR {
                 logger.critical("poll failed: \(LibinputContext.errnoText())")
@@ -160,9 +161,13 @@ final class Daemon {
                 }
             }
             if descriptors[0].revents != 0 {
+                StepTimes.mark(.inputBegins)
                 input.dispatch(into: &events)
+                StepTimes.mark(.decoded)
                 engine.handle(taking: &events, now: wokeAt, into: &effects)
+                StepTimes.mark(.engineDone)
                 perform(taking: &effects)
+                StepTimes.mark(.performed)
                 // At once, before the loop's other work: a tap's message is what the kiosk app waits for (issue 17).
                 handOver()
             }
@@ -273,6 +278,7 @@ final class Daemon {
     private func handOver() {
         if !socketOutbox.isEmpty || !commandOutbox.isEmpty {
             executors.submit(sockets: socketOutbox, commands: commandOutbox)
+            StepTimes.wakeUpHandedOver()
             let now = monotonicMicroseconds()
             socketOutbox.removeAllKeepingCapacity()
             commandOutbox.removeAllKeepingCapacity()
@@ -366,6 +372,7 @@ final class Daemon {
             latency["input_thread_voluntary_switches"] = "\(usage.ru_nvcsw)"
             latency["input_thread_involuntary_switches"] = "\(usage.ru_nivcsw)"
         }
+        if let steps = StepTimes.summary { latency["step_times"] = "\(steps)" }
         logger.info("processing latency", metadata: latency)
         let statistics = engine.statistics
         logger.info(

@@ -1,0 +1,99 @@
+import CLinux
+
+/// Where one frame's time goes on the input thread, from `poll` returning to the message's `send`, step by step: for
+/// finding what to take off a tap's path (issue 17, docs/performance.md "Twelfth pass"). Compiled in only with
+/// `-DTOUCHD_STEP_TIMES` (`scripts/vm/step-times` builds and measures such a binary); without it every ``mark(_:)`` is
+/// an empty inline function and the daemon kiosks run carries none of it.
+///
+/// Each wake-up of the input loop is stamped with the CPU's cycle counter (no system call: in the test guest a clock
+/// read is one, and an emulated device access) at the first time it reaches each mark. A wake-up that sent a message
+/// directly adds one sample per step; at stop, `touchd run` logs each step's median in microseconds in its
+/// `processing latency` line (`step_times=`).
+enum StepTimes {
+    /// The marks, in the order a frame reaches them.
+    enum Mark: Int, CaseIterable {
+        case woke, inputBegins, libinputDispatched, decoded, sceneBegins, sceneDone, delivered, engineDone, performed
+        case senderLocked, messageBegins, sendBegins, sent
+    }
+
+    /// The steps reported: a name and the marks it lies between.
+    static let steps: [(name: String, from: Mark, to: Mark)] = [
+        ("poll_to_input", .woke, .inputBegins),
+        ("libinput_dispatch", .inputBegins, .libinputDispatched),
+        ("decode", .libinputDispatched, .decoded),
+        ("router", .decoded, .sceneBegins),
+        ("scene", .sceneBegins, .sceneDone),
+        ("deliver", .sceneDone, .delivered),
+        ("engine_rest", .delivered, .engineDone),
+        ("perform", .engineDone, .performed),
+        ("hand_over", .performed, .senderLocked),
+        ("target_lookup", .senderLocked, .messageBegins),
+        ("message", .messageBegins, .sendBegins),
+        ("send", .sendBegins, .sent),
+        ("poll_to_send", .woke, .sendBegins),
+    ]
+
+    /// Stamps `mark` for this wake-up (`woke` starts a new one).
+    @inline(__always) static func mark(_ mark: Mark) {
+        #if TOUCHD_STEP_TIMES
+            Recorder.mark(mark)
+        #endif
+    }
+
+    /// After the hand-over: this wake-up's steps become samples if it sent a message directly.
+    @inline(__always) static func wakeUpHandedOver() {
+        #if TOUCHD_STEP_TIMES
+            Recorder.record()
+        #endif
+    }
+
+    /// Each step's median in microseconds (`name=µs,…,frames=N`), or nil in a build without them.
+    static var summary: String? {
+        #if TOUCHD_STEP_TIMES
+            Recorder.summary()
+        #else
+            nil
+        #endif
+    }
+
+    #if TOUCHD_STEP_TIMES
+        /// Touched by the input thread only (and by the stop, on the same thread).
+        private enum Recorder {
+            nonisolated(unsafe) static var stamps = [UInt64](repeating: 0, count: Mark.allCases.count)
+            nonisolated(unsafe) static var samples: [[UInt64]] = Array(repeating: [], count: steps.count)
+            /// The counter and the monotonic clock at the first mark, to turn counts into microseconds.
+            nonisolated(unsafe) static var origin: (cycles: UInt64, microseconds: UInt64)?
+
+            static func mark(_ mark: Mark) {
+                if mark == .woke {
+                    for index in stamps.indices { stamps[index] = 0 }
+                    if origin == nil { origin = (touchd_cycles(), monotonicMicroseconds()) }
+                } else if stamps[mark.rawValue] != 0 {
+                    return
+                }
+                // Last, so that the bookkeeping above counts in the step before, not in the one that begins here.
+                stamps[mark.rawValue] = touchd_cycles()
+            }
+
+            static func record() {
+                guard Mark.allCases.allSatisfy({ stamps[$0.rawValue] != 0 }) else { return }
+                for (index, step) in steps.enumerated() {
+                    samples[index].append(stamps[step.to.rawValue] &- stamps[step.from.rawValue])
+                }
+                stamps[Mark.sent.rawValue] = 0  // one sample per wake-up
+            }
+
+            static func summary() -> String {
+                guard let origin else { return "frames=0" }
+                let cycles = Double(touchd_cycles() &- origin.cycles)
+                let perMicrosecond = cycles / Double(max(monotonicMicroseconds() &- origin.microseconds, 1))
+                let medians = steps.indices.map { index -> String in
+                    let sorted = samples[index].sorted()
+                    let median = sorted.isEmpty ? 0 : Double(sorted[sorted.count / 2]) / perMicrosecond
+                    return "\(steps[index].name)=\(Int(exactly: median.rounded()).map(String.init) ?? "?")"
+                }
+                return (medians + ["frames=\(samples[0].count)"]).joined(separator: ",")
+            }
+        }
+    #endif
+}
