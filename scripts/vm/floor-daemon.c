@@ -55,6 +55,9 @@ static unsigned long long monotonic_us(void) {
 // The steps of each wake-up that sent, in cycles; enough for any comparison run (a round is 40 messages).
 enum { step_samples = 65536 };
 static unsigned long long dispatched_steps[step_samples], send_steps[step_samples];
+// For the wake-up itself: when `poll` returned (cycles) and the kernel's timestamp of the event (µs, monotonic).
+static unsigned long long woke_cycles[step_samples], event_us[step_samples];
+static long long kernel_to_poll[step_samples];
 static int step_count;
 static volatile sig_atomic_t stopping;
 
@@ -65,6 +68,11 @@ static void stop(int signal) {
 
 static int compare_cycles(const void *a, const void *b) {
     unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return (x > y) - (x < y);
+}
+
+static int compare_signed(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
     return (x > y) - (x < y);
 }
 
@@ -156,9 +164,16 @@ int main(int argc, char **argv) {
     for (;; wait.revents = 0, poll(&wait, 1, -1), woke = cycles(), sent = 0) {
         if (stopping) {
             double per_us = (double)(cycles() - origin) / (double)(monotonic_us() - origin_us + 1);
-            printf("floor-daemon: processing latency step_times=poll_to_libinput_dispatched=%d,poll_to_send=%d,"
-                   "frames=%d\n",
-                median_us(dispatched_steps, per_us), median_us(send_steps, per_us), step_count);
+            // When `poll` returned, on the clock: from the counter, with no clock read on the way.
+            for (int i = 0; i < step_count; i++) {
+                double woke_us = (double)origin_us + (double)(woke_cycles[i] - origin) / per_us;
+                kernel_to_poll[i] = (long long)(woke_us + 0.5) - (long long)event_us[i];
+            }
+            qsort(kernel_to_poll, (size_t)step_count, sizeof kernel_to_poll[0], compare_signed);
+            printf("floor-daemon: processing latency step_times=kernel_to_poll=%lld,poll_to_libinput_dispatched=%d,"
+                   "poll_to_send=%d,frames=%d\n",
+                step_count ? kernel_to_poll[step_count / 2] : 0, median_us(dispatched_steps, per_us),
+                median_us(send_steps, per_us), step_count);
             fflush(stdout);
             return 0;
         }
@@ -189,6 +204,8 @@ int main(int argc, char **argv) {
                 if (length > 0 && (size_t)length < sizeof message) {
                     if (woke != 0 && !sent && step_count < step_samples) {
                         dispatched_steps[step_count] = dispatched - woke;
+                        woke_cycles[step_count] = woke;
+                        event_us[step_count] = libinput_event_touch_get_time_usec(touch);
                         send_steps[step_count++] = cycles() - woke;
                         sent = 1;
                     }

@@ -278,7 +278,7 @@ final class Daemon {
     private func handOver() {
         if !socketOutbox.isEmpty || !commandOutbox.isEmpty {
             executors.submit(sockets: socketOutbox, commands: commandOutbox)
-            StepTimes.wakeUpHandedOver()
+            StepTimes.wakeUpHandedOver(kernelToPoll: inputTimes.first.map { wokeAt.saturatingSubtract($0) })
             let now = monotonicMicroseconds()
             socketOutbox.removeAllKeepingCapacity()
             commandOutbox.removeAllKeepingCapacity()

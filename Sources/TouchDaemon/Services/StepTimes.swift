@@ -40,10 +40,11 @@ enum StepTimes {
         #endif
     }
 
-    /// After the hand-over: this wake-up's steps become samples if it sent a message directly.
-    @inline(__always) static func wakeUpHandedOver() {
+    /// After the hand-over: this wake-up's steps become samples if it sent a message directly, with `kernelToPoll`,
+    /// the microseconds from the kernel's timestamp of its first input event to `poll` returning: the wake-up itself.
+    @inline(__always) static func wakeUpHandedOver(kernelToPoll: @autoclosure () -> UInt64?) {
         #if TOUCHD_STEP_TIMES
-            Recorder.record()
+            Recorder.record(kernelToPoll: kernelToPoll())
         #endif
     }
 
@@ -75,11 +76,15 @@ enum StepTimes {
                 stamps[mark.rawValue] = touchd_cycles()
             }
 
-            static func record() {
-                guard Mark.allCases.allSatisfy({ stamps[$0.rawValue] != 0 }) else { return }
+            /// Microseconds, from the clock (the kernel's timestamps are on it).
+            nonisolated(unsafe) static var wakeUps: [UInt64] = []
+
+            static func record(kernelToPoll: UInt64?) {
+                guard Mark.allCases.allSatisfy({ stamps[$0.rawValue] != 0 }), let kernelToPoll else { return }
                 for (index, step) in steps.enumerated() {
                     samples[index].append(stamps[step.to.rawValue] &- stamps[step.from.rawValue])
                 }
+                wakeUps.append(kernelToPoll)
                 stamps[Mark.sent.rawValue] = 0  // one sample per wake-up
             }
 
@@ -92,7 +97,10 @@ enum StepTimes {
                     let median = sorted.isEmpty ? 0 : Double(sorted[sorted.count / 2]) / perMicrosecond
                     return "\(steps[index].name)=\(Int(exactly: median.rounded()).map(String.init) ?? "?")"
                 }
-                return (medians + ["frames=\(samples[0].count)"]).joined(separator: ",")
+                let wakeUp = wakeUps.sorted()
+                let kernelToPoll = wakeUp.isEmpty ? "0" : "\(wakeUp[wakeUp.count / 2])"
+                return (["kernel_to_poll=\(kernelToPoll)"] + medians + ["frames=\(samples[0].count)"])
+                    .joined(separator: ",")
             }
         }
     #endif
