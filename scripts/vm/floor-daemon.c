@@ -7,43 +7,35 @@
 //
 // usage: floor-daemon run --config PATH [...]   (the arguments touchd-e2e gives touchd; built by scripts/vm/floors)
 //
-// At SIGTERM it logs, as touchd's step-times build does (scripts/vm/step-times), the medians of two steps of the
-// wake-ups that sent a message, in microseconds from the CPU's cycle counter (no system call): `poll` returned →
-// libinput_dispatch done, and `poll` returned → the send begins.
+// At SIGTERM it logs, as touchd's step-times build does (scripts/vm/step-times), medians over the wake-ups that sent
+// a message, in microseconds: the kernel's event → `poll` returned (the wake-up), `poll` returned → libinput_dispatch
+// done, and `poll` returned → the send begins. The steps are timed with the CPU's cycle counter, no system call.
 //
 // It serves only the comparison's configuration (TestConfig.valid): it takes the first `socket = "..."` line as the
 // target, the output as 1000 px square, and control "a" left of x = 450, "b" right of it. It tells NOTIFY_SOCKET
 // READY=1 and "1 touchscreen" when the panel is added, as touchd does.
+#define _GNU_SOURCE  // ppoll
 #include <errno.h>
-#include <signal.h>
-#include <time.h>
 #include <fcntl.h>
 #include <libinput.h>
 #include <libudev.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+
+// touchd_cycles(): the cycle counter touchd's step-times build reads, so that both time their steps alike.
+#include "../../Sources/CLinux/shim.h"
 
 static int open_restricted(const char *path, int flags, void *data) {
     (void)data;
     int fd = open(path, flags | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
-}
-
-static unsigned long long cycles(void) {
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-    unsigned long long count;
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(count));
-    return count;
-#else
-    return 0;  // no counter without a system call: the steps read 0
-#endif
 }
 
 static unsigned long long monotonic_us(void) {
@@ -155,15 +147,21 @@ int main(int argc, char **argv) {
     // One contact at a time, as the comparison taps: the control its touch-down landed on.
     const char *control = "a";
     struct pollfd wait = {libinput_get_fd(input), POLLIN, 0};
-    // SIGTERM ends the wait (no SA_RESTART), and the loop logs the steps and exits.
+    // SIGTERM is taken only while waiting (ppoll unblocks it), where it ends the wait (no SA_RESTART); the loop then
+    // logs the steps and exits. Blocked elsewhere, it cannot slip in between the check and the wait.
     struct sigaction on_term = {.sa_handler = stop};
     sigaction(SIGTERM, &on_term, NULL);
-    unsigned long long origin = cycles(), origin_us = monotonic_us(), woke = 0, dispatched = 0;
+    sigset_t term, waiting;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, &waiting);
+    sigdelset(&waiting, SIGTERM);
+    unsigned long long origin = touchd_cycles(), origin_us = monotonic_us(), woke = 0, dispatched = 0;
     int sent = 0;
     // The devices present at the start are queued by libinput_udev_assign_seat already: take them before waiting.
-    for (;; wait.revents = 0, poll(&wait, 1, -1), woke = cycles(), sent = 0) {
+    for (;; wait.revents = 0, ppoll(&wait, 1, NULL, &waiting), woke = touchd_cycles(), sent = 0) {
         if (stopping) {
-            double per_us = (double)(cycles() - origin) / (double)(monotonic_us() - origin_us + 1);
+            double per_us = (double)(touchd_cycles() - origin) / (double)(monotonic_us() - origin_us + 1);
             // When `poll` returned, on the clock: from the counter, with no clock read on the way.
             for (int i = 0; i < step_count; i++) {
                 double woke_us = (double)origin_us + (double)(woke_cycles[i] - origin) / per_us;
@@ -178,7 +176,7 @@ int main(int argc, char **argv) {
             return 0;
         }
         libinput_dispatch(input);
-        dispatched = cycles();
+        dispatched = touchd_cycles();
         struct libinput_event *event;
         while ((event = libinput_get_event(input))) {
             enum libinput_event_type type = libinput_event_get_type(event);
@@ -206,7 +204,7 @@ int main(int argc, char **argv) {
                         dispatched_steps[step_count] = dispatched - woke;
                         woke_cycles[step_count] = woke;
                         event_us[step_count] = libinput_event_touch_get_time_usec(touch);
-                        send_steps[step_count++] = cycles() - woke;
+                        send_steps[step_count++] = touchd_cycles() - woke;
                         sent = 1;
                     }
                     send(out, message, (size_t)length, MSG_DONTWAIT | MSG_NOSIGNAL);
