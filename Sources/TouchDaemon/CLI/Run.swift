@@ -32,6 +32,8 @@ struct Run: ParsableCommand {
         }
         let logger = Self.makeLogger(level: logLevel.level)
         let notifier = Notifier.fromEnvironment()
+        // Also before any thread starts (it changes the environment); the socket itself is looked at after the lock.
+        let activation = ControlListener.takeActivation()
         let configuration: Configuration
         let strictPermissions = permissions.strictPermissions
         switch ConfigurationFile.load(path: options.config, strictPermissions: strictPermissions) {
@@ -80,7 +82,7 @@ struct Run: ParsableCommand {
         // Before READY=1 (fault-cases.md O1): the socket listens by the time systemd calls touchd ready.
         let control: ControlServer?
         let controlProblem: String?
-        switch Self.startControlSocket(configuration.control, logger: logger) {
+        switch Self.startControlSocket(configuration.control, activation: activation, logger: logger) {
         case .failure(let error):
             // A socket systemd passed but touchd cannot use is a deployment mistake (K11): say so and stop.
             logger.critical("\(error)")
@@ -108,13 +110,13 @@ struct Run: ParsableCommand {
     /// The control socket's server, or why there is none (`problem`, for the log and the status), or a socket systemd
     /// passed that cannot be used (the failure).
     ///
-    /// A socket systemd passed wins over `[control_socket] socket`. Without one, touchd creates the socket itself; when
-    /// it cannot, it runs without a control socket: the touchscreen matters more.
+    /// A socket systemd passed (`activation`) wins over `[control_socket] socket`. Without one, touchd creates the
+    /// socket itself; when it cannot, it runs without a control socket: the touchscreen matters more.
     static func startControlSocket(
-        _ settings: Configuration.ControlSocket, logger: Logger
+        _ settings: Configuration.ControlSocket, activation: ControlListener.Activation, logger: Logger
     ) -> Result<(server: ControlServer?, problem: String?), ControlListenerError> {
         let listener: ControlListener.Socket
-        switch ControlListener.activated() {
+        switch ControlListener.activated(activation) {
         case .failure(let error)?:
             return .failure(ControlListenerError(message: "the socket systemd passed cannot be used: \(error)"))
         case .success(let passed)?:

@@ -36,19 +36,31 @@ enum ControlListener {
 
     // MARK: - Socket activation
 
-    /// The socket systemd passed, when `LISTEN_PID` is this process and `LISTEN_FDS` is set; nil otherwise. Always
-    /// removes `LISTEN_PID`, `LISTEN_FDS` and `LISTEN_FDNAMES` from the environment, so no child inherits them.
-    /// An error means a deployment mistake (touchd exits 78).
-    static func activated() -> Result<Socket, ControlListenerError>? {
-        let pid = environment("LISTEN_PID")
-        let count = environment("LISTEN_FDS")
+    /// systemd's socket-activation variables, as touchd found them.
+    struct Activation: Sendable {
+        let listenPID: String?
+        let listenFDs: String?
+    }
+
+    /// Takes `LISTEN_PID` and `LISTEN_FDS` out of the environment, and `LISTEN_FDNAMES` with them, so that no child
+    /// inherits them. Call it before any thread starts: `unsetenv` is not safe while another thread may read the
+    /// environment (the Swift runtime and libc read it lazily).
+    static func takeActivation() -> Activation {
+        let activation = Activation(listenPID: environment("LISTEN_PID"), listenFDs: environment("LISTEN_FDS"))
         unsetenv("LISTEN_PID")
         unsetenv("LISTEN_FDS")
         unsetenv("LISTEN_FDNAMES")
-        return inherited(listenPID: pid, listenFDs: count, processID: getpid(), descriptor: 3)
+        return activation
     }
 
-    /// `activated()` without the environment: `descriptor` stands for fd 3 (tests pass another one).
+    /// The socket systemd passed, when `LISTEN_PID` was this process and `LISTEN_FDS` was set; nil otherwise. An
+    /// error means a deployment mistake (touchd exits 78).
+    static func activated(_ activation: Activation) -> Result<Socket, ControlListenerError>? {
+        inherited(
+            listenPID: activation.listenPID, listenFDs: activation.listenFDs, processID: getpid(), descriptor: 3)
+    }
+
+    /// ``activated(_:)`` with the process id given: `descriptor` stands for fd 3 (tests pass another one).
     static func inherited(
         listenPID: String?, listenFDs: String?, processID: pid_t, descriptor: Int32
     ) -> Result<Socket, ControlListenerError>? {
