@@ -16,23 +16,6 @@ enum StepTimes {
         case senderLocked, messageBegins, sendBegins, sent
     }
 
-    /// The steps reported: a name and the marks it lies between.
-    static let steps: [(name: String, from: Mark, to: Mark)] = [
-        ("poll_to_input", .woke, .inputBegins),
-        ("libinput_dispatch", .inputBegins, .libinputDispatched),
-        ("decode", .libinputDispatched, .decoded),
-        ("router", .decoded, .sceneBegins),
-        ("scene", .sceneBegins, .sceneDone),
-        ("deliver", .sceneDone, .delivered),
-        ("engine_rest", .delivered, .engineDone),
-        ("perform", .engineDone, .performed),
-        ("hand_over", .performed, .senderLocked),
-        ("target_lookup", .senderLocked, .messageBegins),
-        ("message", .messageBegins, .sendBegins),
-        ("send", .sendBegins, .sent),
-        ("poll_to_send", .woke, .sendBegins),
-    ]
-
     /// Stamps `mark` for this wake-up (`woke` starts a new one).
     @inline(__always) static func mark(_ mark: Mark) {
         #if TOUCHD_STEP_TIMES
@@ -60,6 +43,23 @@ enum StepTimes {
     #if TOUCHD_STEP_TIMES
         /// Touched by the input thread only (and by the stop, on the same thread).
         private enum Recorder {
+            /// The steps reported: a name and the marks it lies between.
+            static let steps: [(name: String, from: Mark, to: Mark)] = [
+                ("poll_to_input", .woke, .inputBegins),
+                ("libinput_dispatch", .inputBegins, .libinputDispatched),
+                ("decode", .libinputDispatched, .decoded),
+                ("router", .decoded, .sceneBegins),
+                ("scene", .sceneBegins, .sceneDone),
+                ("deliver", .sceneDone, .delivered),
+                ("engine_rest", .delivered, .engineDone),
+                ("perform", .engineDone, .performed),
+                ("hand_over", .performed, .senderLocked),
+                ("target_lookup", .senderLocked, .messageBegins),
+                ("message", .messageBegins, .sendBegins),
+                ("send", .sendBegins, .sent),
+                ("poll_to_send", .woke, .sendBegins),
+            ]
+
             nonisolated(unsafe) static var stamps = [UInt64](repeating: 0, count: Mark.allCases.count)
             nonisolated(unsafe) static var samples: [[UInt64]] = Array(repeating: [], count: steps.count)
             /// The counter and the monotonic clock at the first mark, to turn counts into microseconds.
@@ -77,14 +77,14 @@ enum StepTimes {
             }
 
             /// Microseconds, from the clock (the kernel's timestamps are on it).
-            nonisolated(unsafe) static var wakeUps: [UInt64] = []
+            nonisolated(unsafe) static var wakeUps = LatencyHistogram()
 
             static func record(kernelToPoll: UInt64?) {
                 guard Mark.allCases.allSatisfy({ stamps[$0.rawValue] != 0 }), let kernelToPoll else { return }
                 for (index, step) in steps.enumerated() {
                     samples[index].append(stamps[step.to.rawValue] &- stamps[step.from.rawValue])
                 }
-                wakeUps.append(kernelToPoll)
+                wakeUps.record(kernelToPoll)
                 stamps[Mark.sent.rawValue] = 0  // one sample per wake-up
             }
 
@@ -97,8 +97,7 @@ enum StepTimes {
                     let median = sorted.isEmpty ? 0 : Double(sorted[sorted.count / 2]) / perMicrosecond
                     return "\(steps[index].name)=\(Int(exactly: median.rounded()).map(String.init) ?? "?")"
                 }
-                let wakeUp = wakeUps.sorted()
-                let kernelToPoll = wakeUp.isEmpty ? "0" : "\(wakeUp[wakeUp.count / 2])"
+                let kernelToPoll = wakeUps.percentile(0.5) ?? 0
                 return (["kernel_to_poll=\(kernelToPoll)"] + medians + ["frames=\(samples[0].count)"])
                     .joined(separator: ",")
             }
