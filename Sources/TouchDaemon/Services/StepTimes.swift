@@ -31,6 +31,14 @@ enum StepTimes {
         #endif
     }
 
+    /// Just before the input loop sleeps again: a wake-up that sent a message directly adds a sample of the time from
+    /// its send to here, the work after the send (`after_send`).
+    @inline(__always) static func sleeping() {
+        #if TOUCHD_STEP_TIMES
+            Recorder.sleeping()
+        #endif
+    }
+
     /// Each step's median in microseconds (`name=µs,…,frames=N`), or nil in a build without them.
     static var summary: String? {
         #if TOUCHD_STEP_TIMES
@@ -85,7 +93,18 @@ enum StepTimes {
                     samples[index].append(stamps[step.to.rawValue] &- stamps[step.from.rawValue])
                 }
                 wakeUps.record(kernelToPoll)
+                lastSent = stamps[Mark.sent.rawValue]
                 stamps[Mark.sent.rawValue] = 0  // one sample per wake-up
+            }
+
+            /// The send of the wake-up that recorded samples, until the loop sleeps again.
+            nonisolated(unsafe) static var lastSent: UInt64 = 0
+            nonisolated(unsafe) static var afterSend: [UInt64] = []
+
+            static func sleeping() {
+                guard lastSent != 0 else { return }
+                afterSend.append(touchd_cycles() &- lastSent)
+                lastSent = 0
             }
 
             static func summary() -> String {
@@ -98,7 +117,10 @@ enum StepTimes {
                     return "\(steps[index].name)=\(Int(exactly: median.rounded()).map(String.init) ?? "?")"
                 }
                 let kernelToPoll = wakeUps.percentile(0.5) ?? 0
-                return (["kernel_to_poll=\(kernelToPoll)"] + medians + ["frames=\(samples[0].count)"])
+                let sortedAfter = afterSend.sorted()
+                let after = sortedAfter.isEmpty ? 0 : Double(sortedAfter[sortedAfter.count / 2]) / perMicrosecond
+                let afterSendText = "after_send=\(Int(exactly: after.rounded()).map(String.init) ?? "?")"
+                return (["kernel_to_poll=\(kernelToPoll)"] + medians + [afterSendText, "frames=\(samples[0].count)"])
                     .joined(separator: ",")
             }
         }
