@@ -431,22 +431,6 @@ struct EngineTests {
         #expect(Self.deliveries(driver.frame([.up(0)])).isEmpty)
     }
 
-    /// The input loop checks for a suspend before a wake-up's input only when a contact was down as it slept; with
-    /// none, after the input, when a touch-down that woke it may be down and must stay so.
-    @Test("a suspend that began with no contact down cancels nothing, not even a contact down since")
-    func suspendWithNoContactDown() throws {
-        var driver = try Driver()
-        _ = driver.plug(1)
-        #expect(!driver.engine.hasContactsDown)
-        _ = driver.frame([.down(0, 200, 200)])
-        #expect(driver.engine.hasContactsDown)
-        let resumed = driver.engine.resumedWithNoContactDown(afterSleeping: 30_000_000)
-        #expect(Self.deliveries(resumed).isEmpty)
-        #expect(Self.logs(resumed) == ["the system was suspended; no contact was down"])
-        #expect(Self.deliveries(driver.frame([.up(0)])) == ["a:touchUpInside"])
-        #expect(!driver.engine.hasContactsDown)
-    }
-
     /// D5, found in the test VM: a drag that left `a` far behind, then SYN_DROPPED; libinput's resync reports the lift
     /// without the lost motion, at the last position touchd knew (inside `a`). That must not be a tap.
     @Test("after SYN_DROPPED the contacts that were down are cancelled, and their resynced lift clicks nothing")

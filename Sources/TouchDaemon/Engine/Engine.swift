@@ -275,15 +275,6 @@ struct Engine {
         return effects
     }
 
-    /// Whether a contact is down: only then can a suspend leave something to cancel (``resumed(afterSleeping:now:)``).
-    var hasContactsDown: Bool { router.hasActiveContacts }
-
-    /// After a suspend that began with no contact down, noticed after the input that woke the loop (which may have put
-    /// a new contact down that must not be cancelled): nothing to cancel, the line only.
-    func resumedWithNoContactDown(afterSleeping asleep: UInt64) -> [Effect] {
-        [.log(.info, "the system was suspended; no contact was down", ["suspended_ms": "\(asleep / 1000)"])]
-    }
-
     /// Takes the touchscreens udev knows that libinput did not take as one: says once per device which cannot be
     /// used and why (fault-cases.md D12); the status lists them until they are unplugged.
     mutating func unusableTouchscreens(_ current: [UnusableTouchscreen]) -> [Effect] {

@@ -79,9 +79,6 @@ struct TouchRouter {
         active.keys.filter { !orphaned.contains($0) }.sorted()
     }
 
-    /// Whether any contact is down, orphaned ones included (``activeContacts`` without making the array).
-    var hasActiveContacts: Bool { !active.isEmpty }
-
     /// Marks every contact that is down as orphaned and returns them, for the caller to cancel in the scene: their
     /// further motion and their lift are dropped, so a contact that was down across a suspend never ends as a tap.
     /// A new touch-down in the same seat slot starts a fresh contact.

@@ -138,8 +138,6 @@ final class Daemon {
         while true {
             pingWatchdogIfDue()
             let wait = timeout()
-            // A suspend during this sleep can leave a finger to cancel only if one is down now (fault-cases.md P1).
-            let contactsDown = engine.hasContactsDown
             StepTimes.sleeping()
             let ready = poll(&descriptors, nfds_t(descriptors.count), wait)
             StepTimes.mark(.woke)
@@ -148,10 +146,10 @@ final class Daemon {
                 logger.critical("poll failed: \(LibinputContext.errnoText())")
                 return 70  // EX_SOFTWARE
             }
-            // With a finger down, before the input that woke us: it may be the release of a finger that lifted while
-            // the system slept. With none, after this wake-up's input and its send: nothing can need cancelling, and a
-            // touch-down's message then waits for one clock read fewer (issue 17).
-            if contactsDown { checkSuspend(monotonic: wokeAt, contactsWereDown: true) }
+            // Before the input that woke us: it may be the release of a finger that lifted while the system slept.
+            if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
+                perform(engine.resumed(afterSleeping: asleep, now: wokeAt))
+            }
             if descriptors[1].revents != 0 {
                 var stop = false
                 var reload = false
@@ -175,7 +173,6 @@ final class Daemon {
                 // At once, before the loop's other work: a tap's message is what the kiosk app waits for (issue 17).
                 handOver()
             }
-            if !contactsDown { checkSuspend(monotonic: monotonicMicroseconds(), contactsWereDown: false) }
             if let index = monitorIndex, descriptors[index].revents != 0 {
                 // An input device came or went. libinput got the same uevent at the same moment: dispatch it first so
                 // that a device it takes is known before the comparison.
@@ -192,17 +189,6 @@ final class Daemon {
             if engine.nextDeadline != nil { perform(engine.advance(to: monotonicMicroseconds())) }
             // What this wake-up's device changes, control notes and deadlines caused.
             handOver()
-        }
-    }
-
-    /// Whether the system was suspended since the last check (fault-cases.md P1), and what that means: with contacts
-    /// down at sleep (checked before the input that woke the loop), they end cancelled; with none, a line only.
-    private func checkSuspend(monotonic: UInt64, contactsWereDown: Bool) {
-        guard let asleep = suspendWatch.check(monotonic: monotonic, boottime: boottimeMicroseconds()) else { return }
-        if contactsWereDown {
-            perform(engine.resumed(afterSleeping: asleep, now: monotonic))
-        } else {
-            perform(engine.resumedWithNoContactDown(afterSleeping: asleep))
         }
     }
 

@@ -1,10 +1,9 @@
 /// Notices that the system was suspended (fault-cases.md P1). CLOCK_BOOTTIME goes on counting while the machine
 /// sleeps and CLOCK_MONOTONIC does not, so their difference grows by the time asleep and by nothing else. The input
-/// loop checks it at every wake-up. When a finger was down as the loop went to sleep, it checks before it handles the
-/// input that woke it: that finger may have lifted while the machine slept, and its release, read after resume, must
-/// not click whatever lies under it. With none down, nothing can need cancelling, and it checks after the wake-up's
-/// input and messages. Pure: both clocks are read by the caller. Needs no D-Bus (logind's PrepareForSleep would) and
-/// costs two clock reads per wake-up.
+/// loop checks it at every wake-up, before it handles the input that woke it: a finger that was down at suspend may
+/// have lifted while the machine slept, and its release, read after resume, must not click whatever lies under it.
+/// Pure: both clocks are read by the caller. Needs no D-Bus (logind's PrepareForSleep would) and costs two clock
+/// reads per wake-up.
 struct SuspendWatch {
     /// A growth of the difference at least this long (microseconds) counts as a suspend. The two clocks come from the
     /// same clock source and otherwise move together; a quarter of a second is far above any rounding between them
