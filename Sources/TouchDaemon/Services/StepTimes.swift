@@ -111,17 +111,16 @@ enum StepTimes {
                 guard let origin else { return "frames=0" }
                 let cycles = Double(touchd_cycles() &- origin.cycles)
                 let perMicrosecond = cycles / Double(max(monotonicMicroseconds() &- origin.microseconds, 1))
-                let medians = steps.indices.map { index -> String in
-                    let sorted = samples[index].sorted()
+                /// `name=µs`: the median of `counts`, in microseconds.
+                func median(_ name: String, _ counts: [UInt64]) -> String {
+                    let sorted = counts.sorted()
                     let median = sorted.isEmpty ? 0 : Double(sorted[sorted.count / 2]) / perMicrosecond
-                    return "\(steps[index].name)=\(Int(exactly: median.rounded()).map(String.init) ?? "?")"
+                    return "\(name)=\(Int(exactly: median.rounded()).map(String.init) ?? "?")"
                 }
+                let medians = steps.indices.map { median(steps[$0].name, samples[$0]) }
                 let kernelToPoll = wakeUps.percentile(0.5) ?? 0
-                let sortedAfter = afterSend.sorted()
-                let after = sortedAfter.isEmpty ? 0 : Double(sortedAfter[sortedAfter.count / 2]) / perMicrosecond
-                let afterSendText = "after_send=\(Int(exactly: after.rounded()).map(String.init) ?? "?")"
-                return (["kernel_to_poll=\(kernelToPoll)"] + medians + [afterSendText, "frames=\(samples[0].count)"])
-                    .joined(separator: ",")
+                let last = [median("after_send", afterSend), "frames=\(samples[0].count)"]
+                return (["kernel_to_poll=\(kernelToPoll)"] + medians + last).joined(separator: ",")
             }
         }
     #endif
