@@ -137,6 +137,7 @@ struct EndToEndTests {
     /// docs/performance.md), `TOUCHD_LATENCY_ROUNDS` asks for more rounds than four (at most 16; CI asks for 10 for the
     /// release build: each new touchd lands on either vCPU, which moves a round's median by up to 2×, so more rounds
     /// give a steadier median), and `TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail (`--max-ratio`).
+    /// `TOUCHD_VM_SMP=1` (read by scripts/vm/run) measures in a guest with one vCPU, where the rounds hold steady.
     ///
     /// With a C compiler on the host it also measures the floors (`scripts/vm/floors`): the `latency-floor:` line says
     /// how much of either reader's latency any reader pays in this boot (docs/performance.md, "Sixth pass"), and the
