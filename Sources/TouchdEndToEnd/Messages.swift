@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One datagram from the daemon on the notify socket: `KEY=VALUE` lines (sd_notify).
 struct NotifyMessage: Sendable {
@@ -36,26 +37,21 @@ struct NotifyMessage: Sendable {
 }
 
 /// One line from a socket-target connection: the JSON object the daemon writes per action.
+///
+/// The reader thread that stamps a line's arrival only stores it; the JSON is parsed the first time a field is read,
+/// on the scenario's thread. So the stamping thread does what `Daemon`'s output reader does for `libinput
+/// debug-events`' lines (read, stamp, split) and no more: in the one-vCPU guest, a thread that had parsed each
+/// message (about 1.2 ms of a debug build's Foundation) ran with less scheduler credit and did not preempt the
+/// sender on its wake-up, as the pipe's reader did, which held the socket reader's stamp until touchd slept
+/// (docs/performance.md, "Fourteenth pass").
 struct TargetMessage: Sendable {
-    let action: String?
-    let control: String?
-    let event: String?
-    let target: String?
-    let timeMicroseconds: Microseconds?
-    let contact: Int?
-    let x: Double?
-    let y: Double?
-    let generation: Int?
-    let device: String?
-    /// Why the line does not satisfy the contract (not JSON, not an object, a required field missing or of the
-    /// wrong type); nil when it does.
-    let problem: String?
     /// The line as it arrived.
     let raw: String
     /// When the reader thread read the bytes that completed the line.
     let arrival: Microseconds
     /// Which accepted connection it came on (1, 2, … in accept order).
     let connection: Int
+    private let parsed: ParsedOnce
 
     static let requiredFields = ["action", "control", "event", "target", "time_us"]
 
@@ -63,55 +59,104 @@ struct TargetMessage: Sendable {
         raw = line
         self.arrival = arrival
         self.connection = connection
-        var problems: [String] = []
-        var object: [String: Any] = [:]
-        if let data = line.data(using: .utf8),
-            let parsed = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        {
-            if let dictionary = parsed as? [String: Any] {
-                object = dictionary
+        parsed = ParsedOnce(line)
+    }
+
+    var action: String? { parsed.fields.action }
+    var control: String? { parsed.fields.control }
+    var event: String? { parsed.fields.event }
+    var target: String? { parsed.fields.target }
+    var timeMicroseconds: Microseconds? { parsed.fields.timeMicroseconds }
+    var contact: Int? { parsed.fields.contact }
+    var x: Double? { parsed.fields.x }
+    var y: Double? { parsed.fields.y }
+    var generation: Int? { parsed.fields.generation }
+    var device: String? { parsed.fields.device }
+    /// Why the line does not satisfy the contract (not JSON, not an object, a required field missing or of the
+    /// wrong type); nil when it does.
+    var problem: String? { parsed.fields.problem }
+
+    /// A line's fields, parsed at most once whichever thread asks first.
+    private final class ParsedOnce: Sendable {
+        private let line: String
+        private let cache = Mutex<Fields?>(nil)
+
+        init(_ line: String) { self.line = line }
+
+        var fields: Fields {
+            cache.withLock { cache in
+                if let fields = cache { return fields }
+                let fields = Fields(line: line)
+                cache = fields
+                return fields
+            }
+        }
+    }
+
+    private struct Fields: Sendable {
+        var action: String?
+        var control: String?
+        var event: String?
+        var target: String?
+        var timeMicroseconds: Microseconds?
+        var contact: Int?
+        var x: Double?
+        var y: Double?
+        var generation: Int?
+        var device: String?
+        var problem: String?
+
+        init(line: String) {
+            var problems: [String] = []
+            var object: [String: Any] = [:]
+            if let data = line.data(using: .utf8),
+                let parsed = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            {
+                if let dictionary = parsed as? [String: Any] {
+                    object = dictionary
+                } else {
+                    problems.append("not a JSON object")
+                }
             } else {
-                problems.append("not a JSON object")
+                problems.append("not valid JSON")
             }
-        } else {
-            problems.append("not valid JSON")
-        }
-        for key in Self.requiredFields where object[key] == nil && problems.isEmpty {
-            problems.append("missing required field '\(key)'")
-        }
-        func string(_ key: String) -> String? {
-            guard let value = object[key] else { return nil }
-            if let text = value as? String { return text }
-            if !(value is NSNull) { problems.append("'\(key)' is not a string") }
-            return nil
-        }
-        func integer(_ key: String) -> Int? {
-            guard let value = object[key] else { return nil }
-            if let number = value as? NSNumber, !Self.isBoolean(number), let integer = value as? Int {
-                return integer
+            for key in TargetMessage.requiredFields where object[key] == nil && problems.isEmpty {
+                problems.append("missing required field '\(key)'")
             }
-            if !(value is NSNull) { problems.append("'\(key)' is not an integer") }
-            return nil
+            func string(_ key: String) -> String? {
+                guard let value = object[key] else { return nil }
+                if let text = value as? String { return text }
+                if !(value is NSNull) { problems.append("'\(key)' is not a string") }
+                return nil
+            }
+            func integer(_ key: String) -> Int? {
+                guard let value = object[key] else { return nil }
+                if let number = value as? NSNumber, !TargetMessage.isBoolean(number), let integer = value as? Int {
+                    return integer
+                }
+                if !(value is NSNull) { problems.append("'\(key)' is not an integer") }
+                return nil
+            }
+            func number(_ key: String) -> Double? {
+                guard let value = object[key] else { return nil }
+                if let number = value as? NSNumber, !TargetMessage.isBoolean(number) { return number.doubleValue }
+                if !(value is NSNull) { problems.append("'\(key)' is not a number") }
+                return nil
+            }
+            action = string("action")
+            control = string("control")
+            event = string("event")
+            target = string("target")
+            device = string("device")
+            contact = integer("contact")
+            generation = integer("generation")
+            x = number("x")
+            y = number("y")
+            let time = integer("time_us")
+            if let time, time < 0 { problems.append("'time_us' is negative") }
+            timeMicroseconds = time.flatMap { $0 >= 0 ? Microseconds($0) : nil }
+            problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
         }
-        func number(_ key: String) -> Double? {
-            guard let value = object[key] else { return nil }
-            if let number = value as? NSNumber, !Self.isBoolean(number) { return number.doubleValue }
-            if !(value is NSNull) { problems.append("'\(key)' is not a number") }
-            return nil
-        }
-        action = string("action")
-        control = string("control")
-        event = string("event")
-        target = string("target")
-        device = string("device")
-        contact = integer("contact")
-        generation = integer("generation")
-        x = number("x")
-        y = number("y")
-        let time = integer("time_us")
-        if let time, time < 0 { problems.append("'time_us' is negative") }
-        timeMicroseconds = time.flatMap { $0 >= 0 ? Microseconds($0) : nil }
-        problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
     }
 
     /// JSON `true` and `false` arrive as NSNumber too (of the private class `__NSCFBoolean` on Linux); they are
