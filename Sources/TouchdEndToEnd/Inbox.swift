@@ -19,13 +19,13 @@ final class Inbox<Element: Sendable>: Sendable {
 
     var all: [Element] { since(0) }
 
-    /// The first element at or after `cursor` that satisfies `condition`, with its index.
+    /// The first element at or after `cursor` that satisfies `condition`, with its index. `condition` runs on a
+    /// snapshot, outside the lock: it may parse (a target message's JSON is parsed when first read), and a reader
+    /// thread must never wait for that to append what it has just read.
     func first(from cursor: Int, where condition: (Element) -> Bool) -> (index: Int, element: Element)? {
-        items.withLock { items in
-            for index in min(cursor, items.count)..<items.count where condition(items[index]) {
-                return (index, items[index])
-            }
-            return nil
-        }
+        let start = items.withLock { min(cursor, $0.count) }
+        let snapshot = since(start)
+        guard let offset = snapshot.firstIndex(where: condition) else { return nil }
+        return (start + offset, snapshot[offset])
     }
 }
