@@ -160,6 +160,7 @@ final class Daemon: Sendable {
     }
 
     private func readOutput(_ fd: Int32, echoPrefix: String?) {
+        StampingThreads.prepareCurrentThread()
         var buffer = [UInt8](repeating: 0, count: 16384)
         var lines = LineBuffer()
         func deliver(_ line: String, arrival: Microseconds) {

@@ -70,6 +70,25 @@ func describe(errno code: Int32) -> String {
 
 /// Starts a detached thread. Listeners and the output reader block in poll(2) and read(2), so they get threads of
 /// their own rather than tasks of the cooperative pool.
+/// How the threads that stamp arrivals (a socket target's reader, a daemon's output reader) are scheduled. The latency
+/// comparison (ScenarioLatency.swift) sets ``realtime`` before it starts any reader: each such thread then runs under
+/// SCHED_FIFO, so that the message or line that wakes it is stamped at once, whichever reader sent it. Under the
+/// normal policy, in the one-vCPU guest, whether the woken thread preempted the sender depended on which of the two had
+/// run more lately, so one reader's work after its send delayed its stamp and another's did not (docs/performance.md,
+/// "Fourteenth pass"). The threads only read, stamp and split lines, and block in `read` otherwise.
+enum StampingThreads {
+    static let realtime = Atomic<Bool>(false)
+
+    /// Called by a stamping thread as it starts.
+    static func prepareCurrentThread() {
+        guard realtime.load(ordering: .relaxed) else { return }
+        var parameters = sched_param(sched_priority: 1)
+        if sched_setscheduler(0, Int32(SCHED_FIFO), &parameters) != 0 {
+            Console.line("touchd-e2e: cannot run a stamping thread under SCHED_FIFO: \(describe(errno: errno))")
+        }
+    }
+}
+
 func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
     let thread = Thread(block: body)
     thread.name = name

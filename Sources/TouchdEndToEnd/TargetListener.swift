@@ -79,6 +79,7 @@ final class TargetListener: Sendable {
     }
 
     private func read(_ connection: Int32, number: Int, verbose: Bool) {
+        StampingThreads.prepareCurrentThread()
         var buffer = [UInt8](repeating: 0, count: 65536)
         var lines = LineBuffer()
         func deliver(_ line: String, arrival: Microseconds) {
