@@ -40,10 +40,10 @@ struct NotifyMessage: Sendable {
 ///
 /// The reader thread that stamps a line's arrival only stores it; the JSON is parsed the first time a field is read,
 /// on the scenario's thread. So the stamping thread does what `Daemon`'s output reader does for `libinput
-/// debug-events`' lines (read, stamp, split) and no more: in the one-vCPU guest, a thread that had parsed each
-/// message (about 1.2 ms of a debug build's Foundation) ran with less scheduler credit and did not preempt the
-/// sender on its wake-up, as the pipe's reader did, which held the socket reader's stamp until touchd slept
-/// (docs/performance.md, "Fourteenth pass").
+/// debug-events`' lines (read, stamp, split) and no more. In the one-vCPU guest a thread that parsed each message
+/// (about 1.2 ms of a debug build's Foundation) had run more lately than the sender, so its wake-up did not preempt
+/// the sender, as the pipe's reader's did: its stamp waited until touchd slept (docs/performance.md, "Fourteenth
+/// pass").
 struct TargetMessage: Sendable {
     /// The line as it arrived.
     let raw: String

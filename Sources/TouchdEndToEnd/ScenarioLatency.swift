@@ -5,9 +5,11 @@ import Glibc
 /// arriving on its socket target) or `libinput debug-events` (from the uinput write to its TOUCH_DOWN or TOUCH_UP
 /// line arriving on its stdout pipe), each alone: the other is not running during a round. Both arrival times are
 /// taken by a reader thread of the driver right after read(2) returns, and both threads do the same after it: split
-/// the bytes into lines and store them (a target message's JSON is parsed later, when the round reads it). The
-/// driver's main thread sleeps through the taps (it collects the figures after each round), so it competes for the
-/// guest's CPUs no more in one round than in the other.
+/// the bytes into lines and store them (a target message's JSON is parsed later, when the round reads it). So that
+/// the scheduler's history gives no reader a head start, those threads run under SCHED_FIFO (`StampingThreads`) and
+/// the thread that writes the taps under SCHED_IDLE (`tapRound`). The driver's main thread sleeps through the taps
+/// (it collects the figures after each round), so it competes for the guest's CPUs no more in one round than in the
+/// other.
 ///
 /// The emulated guest is noisy (single rounds have ranged from 2.2× to 4.6× in either direction of the median), so
 /// the figure is the ratio of the medians over every round, and rounds alternate so slow phases of the host hit both

@@ -68,8 +68,6 @@ func describe(errno code: Int32) -> String {
     String(cString: strerror(code))
 }
 
-/// Starts a detached thread. Listeners and the output reader block in poll(2) and read(2), so they get threads of
-/// their own rather than tasks of the cooperative pool.
 /// How the threads that stamp arrivals (a socket target's reader, a daemon's output reader) are scheduled. The latency
 /// comparison (ScenarioLatency.swift) sets ``realtime`` before it starts any reader: each such thread then runs under
 /// SCHED_FIFO, so that the message or line that wakes it is stamped at once, whichever reader sent it. Under the
@@ -89,6 +87,8 @@ enum StampingThreads {
     }
 }
 
+/// Starts a detached thread. Listeners and the output reader block in poll(2) and read(2), so they get threads of
+/// their own rather than tasks of the cooperative pool.
 func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
     let thread = Thread(block: body)
     thread.name = name
