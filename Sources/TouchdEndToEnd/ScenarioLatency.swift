@@ -6,10 +6,10 @@ import Glibc
 /// line arriving on its stdout pipe), each alone: the other is not running during a round. Both arrival times are
 /// taken by a reader thread of the driver right after read(2) returns, and both threads do the same after it: split
 /// the bytes into lines and store them (a target message's JSON is parsed later, when the round reads it). So that
-/// the scheduler's history gives no reader a head start, those threads run under SCHED_FIFO (`StampingThreads`) and
-/// the thread that writes the taps under SCHED_IDLE (`tapRound`). The driver's main thread sleeps through the taps
-/// (it collects the figures after each round), so it competes for the guest's CPUs no more in one round than in the
-/// other.
+/// the scheduler's history gives no reader a head start, in a guest with one CPU those threads run under SCHED_FIFO
+/// (`StampingThreads`) and the thread that writes the taps under SCHED_IDLE (`tapRound`). The driver's main thread
+/// sleeps through the taps (it collects the figures after each round), so it competes for the guest's CPUs no more
+/// in one round than in the other.
 ///
 /// The emulated guest is noisy (single rounds have ranged from 2.2× to 4.6× in either direction of the median), so
 /// the figure is the ratio of the medians over every round, and rounds alternate so slow phases of the host hit both
@@ -24,6 +24,8 @@ final class LatencyComparison {
     private var panel: VirtualTouchscreen?
     private var results: [(name: String, failure: String?)] = []
     private var notes: [String] = []
+    /// Whether the driver's own threads are scheduled so that no reader gets a head start (one CPU only; see `run`).
+    private var evenScheduling = false
 
     static let panelName = "touchd-e2e latency panel"
 
@@ -86,8 +88,19 @@ final class LatencyComparison {
     }
 
     func run() -> Int32 {
-        // Before any reader starts: every thread that stamps an arrival runs under SCHED_FIFO (StampingThreads).
-        StampingThreads.realtime.store(true, ordering: .relaxed)
+        // Before any reader starts. With one CPU, the scheduler's history is taken out of the path: every thread that
+        // stamps an arrival runs under SCHED_FIFO (StampingThreads) and the taps' writer under SCHED_IDLE (tapRound).
+        // With more, they keep the normal policy: a thread under SCHED_FIFO stays on the vCPU where it started, and
+        // the fair scheduler's wake-ups, which move a woken thread next to its waker, would then no longer keep the
+        // stamping thread beside the reader. A stamping thread born on the other vCPU, as touchd's was while touchd
+        // started up, made every message cross vCPUs, which in this emulator holds it for about 2 ms
+        // (docs/performance.md, "Fourteenth pass").
+        evenScheduling = sysconf(Int32(_SC_NPROCESSORS_ONLN)) == 1
+        StampingThreads.realtime.store(evenScheduling, ordering: .relaxed)
+        notes.append(
+            evenScheduling
+                ? "one CPU: the taps' writer runs under SCHED_IDLE and the threads that stamp arrivals under SCHED_FIFO"
+                : "\(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs: the driver's threads keep the normal policy")
         var touchdSamples = Samples()
         var libinputSamples = Samples()
         var otherSamples = Samples()
@@ -292,9 +305,10 @@ final class LatencyComparison {
         // thread slept and one that uses less did not: touchd's input thread about 80 µs a frame, `debug-events` and
         // the floor daemon not at all (docs/performance.md, "Fourteenth pass"). Any woken thread of the normal policy
         // preempts one under SCHED_IDLE.
+        // Only with one CPU (see `run`).
         var idle = sched_param(sched_priority: 0)
         let schedIdle: Int32 = 5  // SCHED_IDLE of <sched.h>, which Glibc's module leaves out (it needs _GNU_SOURCE)
-        let yielding = sched_setscheduler(0, schedIdle, &idle) == 0
+        let yielding = evenScheduling && sched_setscheduler(0, schedIdle, &idle) == 0
         defer {
             var normal = sched_param(sched_priority: 0)
             if yielding { _ = sched_setscheduler(0, Int32(SCHED_OTHER), &normal) }
