@@ -8,16 +8,44 @@ import TouchModel
 /// applied; touchd never changes that one. A `[[device]]` entry's `rotation` and `calibration` are used instead of
 /// `[output]`'s for the devices it matches (docs/configuration.md, "Rotation and calibration").
 struct CoordinateMapper: Hashable, Sendable {
-    /// Row-major 2×3 matrix applied to normalised coordinates, as libinput's calibration.
-    var calibration: [Double]
+    /// The calibration's six coefficients, held inline: a mapper is copied out of the router's table on every touch
+    /// event, and an array would be retained and released with each copy (issue 17). Nil when the configured matrix
+    /// does not have six entries (the loader refuses such a matrix; a mapper made from one maps nothing).
+    private var affine: Affine?
     var rotation: Configuration.Rotation
     /// Where the device lands on the output.
     var region: Rect
 
     static let identity: [Double] = [1, 0, 0, 0, 1, 0]
 
+    /// A row-major 2×3 matrix: (x, y) ↦ (a·x + b·y + c, d·x + e·y + f).
+    private struct Affine: Hashable, Sendable {
+        var a, b, c, d, e, f: Double
+
+        init?(_ matrix: [Double]) {
+            guard matrix.count == 6 else { return nil }
+            (a, b, c, d, e, f) = (matrix[0], matrix[1], matrix[2], matrix[3], matrix[4], matrix[5])
+        }
+
+        var entries: [Double] { [a, b, c, d, e, f] }
+
+        /// Solves `self · (x, y, 1) = (px, py)`; nil when the matrix is singular.
+        func solve(x px: Double, y py: Double) -> (x: Double, y: Double)? {
+            let determinant = a * e - b * d
+            guard determinant.isFinite, abs(determinant) > 1e-12 else { return nil }
+            let (u, v) = (px - c, py - f)
+            let x = (e * u - b * v) / determinant
+            let y = (a * v - d * u) / determinant
+            return x.isFinite && y.isFinite ? (x, y) : nil
+        }
+    }
+
+    /// Row-major 2×3 matrix applied to normalised coordinates, as libinput's calibration (empty when the configured
+    /// one did not have six entries).
+    var calibration: [Double] { affine?.entries ?? [] }
+
     init(output: Configuration.Output, region: Rect? = nil) {
-        self.calibration = output.calibration ?? Self.identity
+        self.affine = Affine(output.calibration ?? Self.identity)
         self.rotation = output.rotation
         self.region = region ?? output.bounds
     }
@@ -25,7 +53,7 @@ struct CoordinateMapper: Hashable, Sendable {
     /// The mapping of a device matched by `device` (nil: no `[[device]]` entry, the output's settings alone): the
     /// entry's rotation and calibration where it gives them, else the output's.
     init(output: Configuration.Output, device: Configuration.DeviceMatch?) {
-        self.calibration = device?.calibration ?? output.calibration ?? Self.identity
+        self.affine = Affine(device?.calibration ?? output.calibration ?? Self.identity)
         self.rotation = device?.rotation ?? output.rotation
         self.region = device?.region ?? output.bounds
     }
@@ -33,8 +61,8 @@ struct CoordinateMapper: Hashable, Sendable {
     /// touchd's whole transformation of normalised coordinates, calibration then rotation, as one row-major 2×3
     /// matrix (before the scaling onto the output or region): what `check` and the start log print.
     var matrix: [Double] {
-        guard calibration.count == 6 else { return Self.identity }
-        return Self.compose(rotation.matrix, after: calibration)
+        guard let affine else { return Self.identity }
+        return Self.compose(rotation.matrix, after: affine.entries)
     }
 
     /// `outer · inner` for row-major 2×3 affine matrices: `inner` applied first.
@@ -62,9 +90,9 @@ struct CoordinateMapper: Hashable, Sendable {
 
     /// The output position of a normalised device position; nil when the input is not finite.
     func map(x: Double, y: Double) -> Point? {
-        guard x.isFinite, y.isFinite, calibration.count == 6 else { return nil }
-        let cx = calibration[0] * x + calibration[1] * y + calibration[2]
-        let cy = calibration[3] * x + calibration[4] * y + calibration[5]
+        guard x.isFinite, y.isFinite, let m = affine else { return nil }
+        let cx = m.a * x + m.b * y + m.c
+        let cy = m.d * x + m.e * y + m.f
         let (rx, ry): (Double, Double)
         switch rotation {
         case .right: (rx, ry) = (1 - cy, cx)  // libinput's "90° clockwise" matrix: 0 -1 1 / 1 0 0
@@ -80,7 +108,7 @@ struct CoordinateMapper: Hashable, Sendable {
     /// application's touches in device coordinates). Nil when the input is not finite or the calibration matrix has
     /// no inverse.
     func unmap(_ point: Point) -> (x: Double, y: Double)? {
-        guard point.isFinite, region.width > 0, region.height > 0, calibration.count == 6 else { return nil }
+        guard point.isFinite, region.width > 0, region.height > 0, let affine else { return nil }
         let rx = (point.x - region.minX) / region.width
         let ry = (point.y - region.minY) / region.height
         let (cx, cy): (Double, Double)
@@ -90,19 +118,12 @@ struct CoordinateMapper: Hashable, Sendable {
         case .left: (cx, cy) = (1 - ry, rx)
         case .normal: (cx, cy) = (rx, ry)
         }
-        return Self.invert(calibration, x: cx, y: cy)
+        return affine.solve(x: cx, y: cy)
     }
 
     /// Solves `matrix · (x, y, 1) = (px, py)` for a row-major 2×3 affine matrix; nil when it is singular.
     static func invert(_ matrix: [Double], x px: Double, y py: Double) -> (x: Double, y: Double)? {
-        guard matrix.count == 6 else { return nil }
-        let (a, b, c, d, e, f) = (matrix[0], matrix[1], matrix[2], matrix[3], matrix[4], matrix[5])
-        let determinant = a * e - b * d
-        guard determinant.isFinite, abs(determinant) > 1e-12 else { return nil }
-        let (u, v) = (px - c, py - f)
-        let x = (e * u - b * v) / determinant
-        let y = (a * v - d * u) / determinant
-        return x.isFinite && y.isFinite ? (x, y) : nil
+        Affine(matrix)?.solve(x: px, y: py)
     }
 
     /// Normalises an absolute axis value the way libinput does: (value − minimum) / (range + 1).
