@@ -302,10 +302,9 @@ final class LatencyComparison {
         // The panel's stand-in gives way to every reader at once: a touchscreen's interrupt does not compete with the
         // reader it wakes. Under the normal policy, in the one-vCPU guest, a woken reader preempted this thread only
         // if it had run less than this thread lately, so a reader that uses more CPU per tap waited until this
-        // thread slept and one that uses less did not: touchd's input thread about 80 µs a frame, `debug-events` and
-        // the floor daemon not at all (docs/performance.md, "Fourteenth pass"). Any woken thread of the normal policy
-        // preempts one under SCHED_IDLE.
-        // Only with one CPU (see `run`).
+        // thread slept and one that uses less did not: touchd's input thread about 80 µs a frame, `debug-events`
+        // about 25 (docs/performance.md, "Fourteenth pass"). Any woken thread of the normal policy preempts one under
+        // SCHED_IDLE. Only with one CPU (see `run`).
         var idle = sched_param(sched_priority: 0)
         let schedIdle: Int32 = 5  // SCHED_IDLE of <sched.h>, which Glibc's module leaves out (it needs _GNU_SOURCE)
         let yielding = evenScheduling && sched_setscheduler(0, schedIdle, &idle) == 0
