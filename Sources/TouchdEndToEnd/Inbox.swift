@@ -23,8 +23,10 @@ final class Inbox<Element: Sendable>: Sendable {
     /// snapshot, outside the lock: it may parse (a target message's JSON is parsed when first read), and a reader
     /// thread must never wait for that to append what it has just read.
     func first(from cursor: Int, where condition: (Element) -> Bool) -> (index: Int, element: Element)? {
-        let start = items.withLock { min(cursor, $0.count) }
-        let snapshot = since(start)
+        let (start, snapshot) = items.withLock { items in
+            let start = min(cursor, items.count)
+            return (start, Array(items[start...]))
+        }
         guard let offset = snapshot.firstIndex(where: condition) else { return nil }
         return (start + offset, snapshot[offset])
     }

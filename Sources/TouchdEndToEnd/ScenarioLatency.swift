@@ -95,12 +95,13 @@ final class LatencyComparison {
         // stamping thread beside the reader. A stamping thread born on the other vCPU, as touchd's was while touchd
         // started up, made every message cross vCPUs, which in this emulator holds it for about 2 ms
         // (docs/performance.md, "Fourteenth pass").
-        evenScheduling = sysconf(Int32(_SC_NPROCESSORS_ONLN)) == 1
+        let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        evenScheduling = cpus == 1
         StampingThreads.realtime.store(evenScheduling, ordering: .relaxed)
         notes.append(
             evenScheduling
                 ? "one CPU: the taps' writer runs under SCHED_IDLE and the threads that stamp arrivals under SCHED_FIFO"
-                : "\(sysconf(Int32(_SC_NPROCESSORS_ONLN))) CPUs: the driver's threads keep the normal policy")
+                : "\(cpus) CPUs: the driver's threads keep the normal policy")
         var touchdSamples = Samples()
         var libinputSamples = Samples()
         var otherSamples = Samples()
