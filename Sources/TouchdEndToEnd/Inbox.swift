@@ -14,7 +14,7 @@ final class Inbox<Element: Sendable>: Sendable {
 
     /// The elements at and after `cursor`.
     func since(_ cursor: Int) -> [Element] {
-        items.withLock { Array($0[min(cursor, $0.count)...]) }
+        snapshot(from: cursor).elements
     }
 
     var all: [Element] { since(0) }
@@ -23,11 +23,17 @@ final class Inbox<Element: Sendable>: Sendable {
     /// snapshot, outside the lock: it may parse (a target message's JSON is parsed when first read), and a reader
     /// thread must never wait for that to append what it has just read.
     func first(from cursor: Int, where condition: (Element) -> Bool) -> (index: Int, element: Element)? {
-        let (start, snapshot) = items.withLock { items in
+        let (start, elements) = snapshot(from: cursor)
+        guard let offset = elements.firstIndex(where: condition) else { return nil }
+        return (start + offset, elements[offset])
+    }
+
+    /// The elements at and after `cursor` (clamped to the count), copied in one hold of the lock, with the index of
+    /// the first.
+    private func snapshot(from cursor: Int) -> (start: Int, elements: [Element]) {
+        items.withLock { items in
             let start = min(cursor, items.count)
             return (start, Array(items[start...]))
         }
-        guard let offset = snapshot.firstIndex(where: condition) else { return nil }
-        return (start + offset, snapshot[offset])
     }
 }
