@@ -98,6 +98,14 @@ struct GestureProgress: Hashable, Sendable {
 
     // MARK: - Facts
 
+    /// Whether the first touch of a sequence, going down at `start`, fails the recognizer at once: what
+    /// ``touchDown(_:at:for:)`` answers for it, asked without changing anything (the scene's quick lane asks first).
+    static func failsFirstTouch(at start: Point, for recognizer: Rules) -> Bool {
+        guard recognizer.fingers >= 1 else { return true }
+        guard case .swipe(let swipe) = recognizer.kind else { return false }
+        return swipe.startsOffEdge(start)
+    }
+
     /// A touch went down in the recognizer's region while it is possible.
     mutating func touchDown(
         _ touch: GestureTouch, at now: Instant, for recognizer: Rules
@@ -126,7 +134,7 @@ struct GestureProgress: Hashable, Sendable {
             if down.count == recognizer.fingers { deadline = now.advanced(by: press.minimumDuration) }
             return nil
         case .swipe(let swipe):
-            if let edge = swipe.edge, !edge.holds(touch.start) { return .fail }
+            if swipe.startsOffEdge(touch.start) { return .fail }
             if sequence.count == 1 { deadline = swipe.maximumDuration.map { now.advanced(by: $0) } }
             return nil
         case .pan:

@@ -157,6 +157,12 @@ public struct GestureRecognizer: Hashable, Sendable {
         /// The movement across the swipe's direction may be at most this fraction of the movement
         /// along it (about 27°), so a diagonal drag is not a swipe.
         public static let maximumSlant = 0.5
+
+        /// Whether a finger that goes down at `start` fails the swipe: it has an edge, and `start` is not near it.
+        func startsOffEdge(_ start: Point) -> Bool {
+            guard let edge else { return false }
+            return !edge.holds(start)
+        }
     }
 
     /// A pan's settings.

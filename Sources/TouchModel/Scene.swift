@@ -75,7 +75,7 @@ public struct Scene: Sendable {
     /// them was a large part of a tap's work (issue 17).
     public var recordsEvents = true
     /// The time of the latest call.
-    public private(set) var now: Instant = .zero
+    public internal(set) var now: Instant = .zero
 
     var slots: [Slot] = []
     var controlIndex: [String: Int] = [:]
@@ -90,11 +90,11 @@ public struct Scene: Sendable {
     /// that a change resolves what it can affect and no more.
     private(set) var entriesResolved = 0
     var contacts: SmallMap<ContactID, ContactState> = [:]
-    private var ignoredContacts: SmallSet<ContactID> = []
+    var ignoredContacts: SmallSet<ContactID> = []
     private var grid = SpatialGrid(boxes: [])
     var recognizers: [GestureSlot] = []
     var recognizerIndex: [String: Int] = [:]
-    private var nextSerial: TouchSerial = 0
+    var nextSerial: TouchSerial = 0
     /// How many controls hold a lift back for a recognizer.
     var heldLifts = 0
     /// The touches that move later in the frame being handled (recognizers judge a frame's moves
@@ -102,6 +102,11 @@ public struct Scene: Sendable {
     var movesLaterInFrame: SmallSet<TouchSerial> = []
     /// What the application beneath touchd sees (filter mode; SceneApp.swift).
     var app = AppView()
+    /// Whether a plain tap's frames may take the quick lane (SceneQuickLane.swift): always, but for the tests that
+    /// compare it with the general path.
+    var usesQuickLane = true
+    /// How many frames the quick lane took: work counted, so that a test can tell that it ran.
+    var quickFrames = 0
 
     /// Builds a scene, or throws every inconsistency at once: duplicate ids, unknown parents,
     /// groups, screens, controls, recognizers or targets, parent cycles, invalid shapes, explicit
@@ -309,6 +314,7 @@ public struct Scene: Sendable {
     /// where the caller keeps it, so that a caller with one output for every frame makes and frees no array per frame.
     public mutating func handle(_ frame: Frame, into output: inout Output) {
         output.removeAllKeepingCapacity()
+        if usesQuickLane && handleQuickly(frame, into: &output) { return }
         begin(at: frame.time, into: &output)
         if !recognizers.isEmpty {
             movesLaterInFrame = []
@@ -374,6 +380,14 @@ public struct Scene: Sendable {
             return
         }
         contacts[id]?.control = index
+        beginTracking(index, contact: id, serial: serial, at: location, into: &output)
+    }
+
+    /// A free control starts tracking a touch that went down on it: touchDown (and touchDownRepeat), and a slider's
+    /// value. The caller has recorded the contact as the control's.
+    mutating func beginTracking(
+        _ index: Int, contact id: ContactID, serial: TouchSerial, at location: Point, into output: inout Output
+    ) {
         slots[index].contact = id
         slots[index].serial = serial
         slots[index].valueAtTouchDown = slots[index].control.value
@@ -764,7 +778,7 @@ public struct Scene: Sendable {
 
     /// The top-most touchable control whose exact shape, and every enclosing group's shape, holds
     /// `point`. Disabled controls are transparent.
-    private func hitTest(_ point: Point) -> Int? {
+    func hitTest(_ point: Point) -> Int? {
         for index in grid.candidates(at: point) where isTouchable(index) && slots[index].control.shape.contains(point) {
             if slots[index].ancestors.allSatisfy({ groups[$0].shape?.contains(point) ?? true }) {
                 return index

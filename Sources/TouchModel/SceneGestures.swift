@@ -255,6 +255,11 @@ extension Scene {
     /// A finished recognizer whose touches all lifted watches again.
     mutating func resetIfDone(_ index: Int) {
         guard recognizers[index].state.isFinished, recognizers[index].progress.down.isEmpty else { return }
+        reset(index)
+    }
+
+    /// A finished recognizer watches again, with nothing seen.
+    mutating func reset(_ index: Int) {
         // The table's reset row always applies to a finished state.
         recognizers[index].state = GestureRecognizer.transition(from: recognizers[index].state, on: .reset).next
         recognizers[index].progress.reset()
@@ -296,7 +301,7 @@ extension Scene {
 
     /// Records one gesture event and dispatches it through the recognizer's actions. A discrete
     /// recognizer's `recognized` is also its `ended` (UIKit's alias), in one dispatch.
-    private func sendGesture(_ event: GestureRecognizer.Event, from index: Int, into output: inout Output) {
+    func sendGesture(_ event: GestureRecognizer.Event, from index: Int, into output: inout Output) {
         // Field by field, not a copy of the slot (recognizer, progress and all): this runs for every gesture event.
         var translation: Point?
         var scale: Double?
