@@ -51,7 +51,8 @@ struct QuickLaneTests {
             case 0:
                 kind = .tap(GestureRecognizer.Tap(taps: 1 + random.int(0..<2), maximumDuration: 200_000))
             case 1:
-                kind = .longPress(GestureRecognizer.LongPress(minimumDuration: UInt64(100_000 + random.int(0..<600_000))))
+                kind = .longPress(
+                    GestureRecognizer.LongPress(minimumDuration: UInt64(100_000 + random.int(0..<600_000))))
             default:
                 let sides: [GestureRecognizer.Edge.Side] = [.left, .top, .right]
                 kind = .swipe(
@@ -253,7 +254,8 @@ struct QuickLaneTests {
         #expect(taken < frames, "the quick lane took every frame (\(frames))")
     }
 
-    @Test("a tap on a button beside an edge swipe takes the lane both ways, and a tap in a recognizer's region does not")
+    @Test(
+        "a tap on a button beside an edge swipe takes the lane both ways, and a tap in a recognizer's region does not")
     func whichFramesTakeTheLane() throws {
         var table = TargetActionTable()
         table.add(target: .target("sink"), action: "press", for: .allTouchEvents)
@@ -273,7 +275,8 @@ struct QuickLaneTests {
             gestures: [swipe, press], targets: [Target(name: "sink", respondsTo: ["press", "back"])])
         scene.recordsEvents = false
 
-        let down = scene.handle(Frame(time: Instant(microseconds: 1_000), samples: [.began(0, at: Point(x: 200, y: 200))]))
+        let down = scene.handle(
+            Frame(time: Instant(microseconds: 1_000), samples: [.began(0, at: Point(x: 200, y: 200))]))
         #expect(scene.quickFrames == 1)
         #expect(down.actions.map(\.event) == [.touchDown])
         #expect(down.gestureEventCount == 1)  // the swipe failed: the touch did not start at the edge
