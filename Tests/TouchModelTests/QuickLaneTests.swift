@@ -292,4 +292,31 @@ struct QuickLaneTests {
         _ = scene.handle(Frame(time: Instant(microseconds: 100_000), samples: [.began(0, at: Point(x: 100, y: 900))]))
         #expect(scene.quickFrames == 2)
     }
+
+    @Test("failsFirstTouch says what a first touch-down answers, for every kind and anywhere")
+    func failsFirstTouchAgreesWithTouchDown() {
+        var random = PropertyTestRandom(seed: 0xF1257)
+        let bounds = Rect(x: 0, y: 0, width: 800, height: 600)
+        let kinds: [GestureRecognizer.Kind] = [
+            .tap(GestureRecognizer.Tap(taps: 2)), .longPress(GestureRecognizer.LongPress()),
+            .swipe(GestureRecognizer.Swipe()),
+            .swipe(GestureRecognizer.Swipe(edge: GestureRecognizer.Edge(side: .left, margin: 30, bounds: bounds))),
+            .swipe(GestureRecognizer.Swipe(edge: GestureRecognizer.Edge(side: .bottom, margin: 50, bounds: bounds))),
+            .pan(GestureRecognizer.Pan()), .pinch(GestureRecognizer.Pinch()),
+        ]
+        for kind in kinds {
+            for fingers in [1, 2] {
+                for _ in 0..<200 {
+                    let start = Point(x: random.unit() * 900 - 50, y: random.unit() * 700 - 50)
+                    let rules = GestureProgress.Rules(fingers: fingers, kind: kind)
+                    var progress = GestureProgress()
+                    let answer = progress.touchDown(
+                        GestureTouch(serial: 1, contact: 0, start: start, location: start), at: .zero, for: rules)
+                    #expect(
+                        GestureProgress.failsFirstTouch(at: start, for: rules) == (answer == .fail),
+                        "\(kind), \(fingers) fingers, at \(start)")
+                }
+            }
+        }
+    }
 }
