@@ -5,8 +5,16 @@ extension Array {
     /// element type: about 250 instructions to empty an array of one element, and one more function per type on a
     /// touch's path. Taking the elements off the end is one move and one destruction each (issue 17: in the emulated
     /// test guest each distinct function a wake-up runs costs time of its own).
-    @inlinable
+    ///
+    /// An empty array, as most are by then (the scene's diagnostics, the entries the engine drained), costs a test and
+    /// no call: the loop is a function of its own, one per element type, and only a non-empty array runs it.
+    @inlinable @inline(__always)
     public mutating func removeAllKeepingCapacity() {
+        if !isEmpty { removeAllFromTheEnd() }
+    }
+
+    @inlinable
+    mutating func removeAllFromTheEnd() {
         while !isEmpty { _ = removeLast() }
     }
 }
