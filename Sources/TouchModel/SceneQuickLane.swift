@@ -1,11 +1,11 @@
 // The quick lane: a plain tap's two frames in one pass (issue 17).
 //
-// Most frames a kiosk sees are one finger going down with nothing else down, and that finger's lift. The general path
-// (Scene.swift, SceneGestures.swift) takes them through the machinery every frame may need: the gesture and
-// stuck-contact timers, each recognizer's arbitration and what failing or recognizing does to the others, held lifts,
-// the application beneath. For such a frame most of it finds nothing to do, yet a wake-up runs every function of it,
-// and in the emulated guest each distinct function a wake-up runs costs more than its instructions
-// (docs/performance.md, "Sixteenth pass").
+// A plain tap, the commonest thing a kiosk sees, begins with one finger going down while nothing else is down and ends
+// with that finger's lift. The general path (Scene.swift, SceneGestures.swift) takes those frames through the
+// machinery every frame may need: the gesture and stuck-contact timers, each recognizer's arbitration and what failing
+// or recognizing does to the others, held lifts, the application beneath. For such a frame most of it finds nothing to
+// do, yet a wake-up runs every function of it, and in the emulated guest each distinct function a wake-up runs costs
+// more than its instructions (docs/performance.md, "Sixteenth pass").
 //
 // The quick lane takes a frame only when it can tell, before it changes anything, that the general path would do
 // exactly what it does:
