@@ -146,35 +146,38 @@ final class SocketTargetSender: Sendable {
     /// Each delivery looks its target up once in the entries and once in the counters: this runs on the input
     /// thread between a touch and its message (issue 17).
     func submit(_ deliveries: [ActionDelivery]) {
-        let wake = core.state.withLock { state -> Bool in
-            StepTimes.mark(.senderLocked)
-            var wake = false
-            // By position, not `for delivery in`: each delivery is read where it lies, not copied (seven strings).
-            for index in deliveries.indices {
-                guard case .running = state.phase else {
-                    if let counters = state.statistics.index(forKey: deliveries[index].target) {
-                        state.statistics[valueAt: counters].dropped.saturatingAdd(1)
-                    } else {
-                        state.unknownTargetDeliveries.saturatingAdd(1)
+        // Through the array's buffer: each delivery is read where it lies, where the array's own subscript copied it
+        // (a call to its copy witness and one to its destroy witness per message, on the input thread: issue 17).
+        let wake = deliveries.withUnsafeBufferPointer { deliveries in
+            core.state.withLock { state -> Bool in
+                StepTimes.mark(.senderLocked)
+                var wake = false
+                for index in deliveries.indices {
+                    guard case .running = state.phase else {
+                        if let counters = state.statistics.index(forKey: deliveries[index].target) {
+                            state.statistics[valueAt: counters].dropped.saturatingAdd(1)
+                        } else {
+                            state.unknownTargetDeliveries.saturatingAdd(1)
+                        }
+                        continue
                     }
-                    continue
+                    guard let entry = state.entries.index(forKey: deliveries[index].target) else {
+                        state.unknownTargetDeliveries.saturatingAdd(1)
+                        continue
+                    }
+                    let outcome = state.entries[valueAt: entry].accept(deliveries[index], scratch: &state.scratch)
+                    switch outcome {
+                    case .sent:
+                        state.count(deliveries[index].target) { $0.sent.saturatingAdd(1) }
+                    case .handedOver:
+                        wake = true
+                    case .queued(let first, let pushedOut):
+                        if first { wake = true }
+                        if pushedOut { state.count(deliveries[index].target) { $0.dropped.saturatingAdd(1) } }
+                    }
                 }
-                guard let entry = state.entries.index(forKey: deliveries[index].target) else {
-                    state.unknownTargetDeliveries.saturatingAdd(1)
-                    continue
-                }
-                let outcome = state.entries[valueAt: entry].accept(deliveries[index], scratch: &state.scratch)
-                switch outcome {
-                case .sent:
-                    state.count(deliveries[index].target) { $0.sent.saturatingAdd(1) }
-                case .handedOver:
-                    wake = true
-                case .queued(let first, let pushedOut):
-                    if first { wake = true }
-                    if pushedOut { state.count(deliveries[index].target) { $0.dropped.saturatingAdd(1) } }
-                }
+                return wake
             }
-            return wake
         }
         if wake { UnixSocket.wake(core.wakeSender) }
     }

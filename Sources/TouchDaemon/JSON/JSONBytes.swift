@@ -73,18 +73,32 @@ struct JSONBytes: ~Copyable {
 
     /// `value` as a JSON string, escaped as ``JSONLine/appendString(_:to:)-([UInt8])`` escapes it.
     mutating func string(_ value: String) {
-        var contiguous = value
-        contiguous.withUTF8 { bytes in
-            if !bytes.contains(where: JSONLine.needsEscape) {
-                byte(UInt8(ascii: "\""))
-                raw(bytes)
-                byte(UInt8(ascii: "\""))
+        // In one pass for a string with nothing to escape (names, device names: every message's case): its bytes are
+        // written as they are read, and only a byte that needs escaping sends it the long way, from its start.
+        let utf8 = value.utf8
+        let length = utf8.count
+        if length <= capacity - count - 2 {
+            let start = base + count
+            var cursor = start + 1
+            var plain = true
+            for byte in utf8 {
+                if JSONLine.needsEscape(byte) {
+                    plain = false
+                    break
+                }
+                cursor.pointee = byte
+                cursor += 1
+            }
+            if plain {
+                start.pointee = UInt8(ascii: "\"")
+                cursor.pointee = UInt8(ascii: "\"")
+                count += length + 2
                 return
             }
-            var escaped: [UInt8] = []
-            JSONLine.appendString(value, to: &escaped)
-            escaped.withUnsafeBufferPointer { raw($0) }
         }
+        var escaped: [UInt8] = []
+        JSONLine.appendString(value, to: &escaped)
+        escaped.withUnsafeBufferPointer { raw($0) }
     }
 
     /// `key` (its quotes, colon and the comma before it, as written) and `value`; nothing when `value` is nil.
@@ -108,21 +122,26 @@ struct JSONBytes: ~Copyable {
 
     /// `value` in decimal.
     mutating func integer(_ value: Int) {
-        if value < 0 { byte(UInt8(ascii: "-")) }
+        // The digits from the last, 21 bytes on (a sign and 20 digits at most; the bound leaves 32 for each number),
+        // then moved to where they belong: one pass, where counting the digits first was a second loop of divisions.
+        precondition(capacity - count >= 21, "JSONBytes: the message outgrew its bound")
+        let start = base + count
+        let end = start + 21
+        var cursor = end
         var magnitude = value.magnitude
-        var digits = 1
-        var scan = magnitude
-        while scan >= 10 {
-            scan /= 10
-            digits += 1
-        }
-        let start = reserve(digits)
-        var index = digits
         repeat {
-            index -= 1
-            start[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+            cursor -= 1
+            cursor.pointee = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
             magnitude /= 10
         } while magnitude > 0
+        if value < 0 {
+            cursor -= 1
+            cursor.pointee = UInt8(ascii: "-")
+        }
+        let length = end - cursor
+        // Forwards, byte by byte: the digits lie after their place, and a copy this short costs less than a call.
+        for offset in 0..<length { start[offset] = cursor[offset] }
+        count += length
     }
 
     /// A number as ``JSONLine`` writes it (whole numbers without a fraction, `null` when not finite).
