@@ -106,7 +106,7 @@ public struct Scene: Sendable {
     /// compare it with the general path.
     var usesQuickLane = true
     /// How many frames the quick lane took: work counted, so that a test can tell that it ran.
-    var quickFrames = 0
+    public internal(set) var quickFrames = 0
 
     /// Builds a scene, or throws every inconsistency at once: duplicate ids, unknown parents,
     /// groups, screens, controls, recognizers or targets, parent cycles, invalid shapes, explicit

@@ -30,6 +30,11 @@ enum PrometheusExposition {
         ("diagnostics", counter("diagnostics_total", "Diagnostics reported about the input.")),
         ("reloads", counter("reloads_total", "Configuration reloads taken.")),
         ("reload_failures", counter("reload_failures_total", "Configuration reloads refused.")),
+        ("lifts_answered", counter("lifts_answered_total", "Lifts whose messages went out from their plan.")),
+        (
+            "lift_plan_mismatches",
+            counter("lift_plan_mismatches_total", "Planned lifts whose handling differed from the plan (a fault).")
+        ),
         (
             "libinput_lost_event_warnings",
             counter("libinput_lost_event_warnings_total", "libinput lost-event warnings.")

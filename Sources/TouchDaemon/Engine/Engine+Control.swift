@@ -337,6 +337,8 @@ extension Engine {
         line.add("diagnostics", statistics.diagnostics)
         line.add("reloads", statistics.reloads)
         line.add("reload_failures", statistics.reloadFailures)
+        line.add("lifts_answered", statistics.liftsAnswered)
+        line.add("lift_plan_mismatches", statistics.liftPlanMismatches)
         line.add("libinput_lost_event_warnings", edge.lostEventWarnings)
         line.add("processing", json: Self.histogramJSON(edge.processing))
         line.add("handling", json: Self.histogramJSON(edge.handling))

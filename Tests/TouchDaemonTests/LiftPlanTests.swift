@@ -1,0 +1,227 @@
+import Foundation
+import Logging
+import Testing
+import TouchModel
+
+@testable import TouchDaemon
+
+/// Lifts answered from their plan (Engine+LiftPlan.swift) against lifts handled as they come: the same random
+/// sequences through two engines built alike, one driven as `touchd run` drives it (a plan made after every batch,
+/// used when the next batch is its lift, the lift handled after its messages) and one without plans, must deliver the
+/// same messages, say the same things and be left in the same state after every step.
+@Suite("A lift answered from its plan delivers what handling it delivers")
+struct LiftPlanTests {
+    /// SplitMix64: the sequences are the same on every run.
+    struct Random {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    }
+
+    /// Two engines fed alike; `planned` the way the input loop feeds it.
+    struct Pair {
+        var planned: Engine
+        var plain: Engine
+        var plan: LiftPlan?
+        var now: UInt64 = 10_000_000
+        var answered = 0
+
+        init(_ text: String) throws {
+            let configuration = try EngineTests.load(text)
+            planned = Engine(configuration: configuration, scene: try configuration.makeScene())
+            plain = Engine(configuration: configuration, scene: try configuration.makeScene())
+            _ = planned.started(now: now)
+            _ = plain.started(now: now)
+            let device: [InputEvent] = [.deviceAdded(EngineTests.Driver.device(1))]
+            _ = planned.handle(device, now: now)
+            _ = plain.handle(device, now: now)
+            plan = planned.planLift()
+        }
+
+        /// One batch of input into both; the effects of each.
+        mutating func input(_ events: [InputEvent], loopNow: UInt64) -> (planned: [Effect], plain: [Effect]) {
+            var plannedEffects: [Effect] = []
+            var plannedEvents = events
+            if let plan, planned.answer(plan, taking: &plannedEvents, into: &plannedEffects) {
+                answered += 1
+                #expect(plannedEvents.isEmpty)
+                planned.settle(now: loopNow, into: &plannedEffects)
+            } else {
+                planned.handle(taking: &plannedEvents, now: loopNow, into: &plannedEffects)
+            }
+            plan = planned.planLift()
+            return (plannedEffects, plain.handle(events, now: loopNow))
+        }
+
+        /// Time passes and what fell due fires in both (a wake-up without input: the plan is made again after it).
+        mutating func advance(to time: UInt64) -> (planned: [Effect], plain: [Effect]) {
+            let effects = (planned.advance(to: time), plain.advance(to: time))
+            plan = planned.planLift()
+            return effects
+        }
+    }
+
+    static func deliveries(_ effects: [Effect]) -> [ActionDelivery] {
+        effects.compactMap { if case .deliver(let delivery, _, _) = $0 { delivery } else { nil } }
+    }
+
+    static func executors(_ effects: [Effect]) -> [ExecutorKind] {
+        effects.compactMap { if case .deliver(_, let executor, _) = $0 { executor } else { nil } }
+    }
+
+    /// Everything but the deliveries, as text (an answered lift's other effects come after its deliveries).
+    static func others(_ effects: [Effect]) -> [String] {
+        effects.compactMap { if case .deliver = $0 { nil } else { "\($0)" } }
+    }
+
+    /// The engine's state that a lift changes or reads: the whole scene but its two name indexes (dictionaries, which
+    /// print in an order of their own and never change after the scene is built).
+    static func state(_ engine: Engine) -> String {
+        var statistics = engine.statistics
+        statistics.liftsAnswered = 0
+        let scene = "\(engine.scene)".replacing(/(controlIndex|recognizerIndex): \[[^\]]*\]/, with: "")
+        return "\(scene) \(engine.router.activeContacts) \(engine.nextDeadline.map { "\($0)" } ?? "-") "
+            + "\(engine.idleClock) \(statistics)"
+    }
+
+    static func compare(_ pair: Pair, _ effects: (planned: [Effect], plain: [Effect]), step: Int) -> Bool {
+        let same =
+            deliveries(effects.planned) == deliveries(effects.plain)
+            && executors(effects.planned) == executors(effects.plain)
+            && others(effects.planned) == others(effects.plain)
+        #expect(same, "step \(step): the effects differ")
+        let sameState = state(pair.planned) == state(pair.plain)
+        #expect(sameState, "step \(step): the state differs")
+        #expect(pair.planned.statistics.liftPlanMismatches == 0)
+        return same && sameState
+    }
+
+    static let configurations: [(name: String, text: String)] = [
+        ("the end-to-end test's", EngineTests.configuration()),
+        ("config/kiosk.toml", (try? String(contentsOfFile: TestSupport.kioskConfig, encoding: .utf8)) ?? ""),
+        (
+            "config/ticket-machine.toml",
+            (try? String(
+                contentsOfFile: TestSupport.packageRoot.appendingPathComponent("config/ticket-machine.toml").path,
+                encoding: .utf8)) ?? ""
+        ),
+        (
+            "a short stuck-contact timeout and idle",
+            EngineTests.configuration()
+                .replacingOccurrences(of: "repeat_slop = 45", with: "repeat_slop = 45\nstuck_contact_timeout_ms = 1000")
+                + "\n[idle]\ntimeout_s = 2\nactions = [{ events = [\"idle\", \"wake\"], target = \"e2e\", action = \"b\" }]\n"
+        ),
+    ]
+
+    @Test("random taps, drags, second fingers and waits", arguments: configurations.indices)
+    func randomSequences(_ index: Int) throws {
+        let (name, text) = Self.configurations[index]
+        var random = Random(state: 0x11F7_0000 &+ UInt64(index))
+        var answered = 0
+        var lifts = 0
+        for _ in 0..<40 {
+            var pair = try Pair(text)
+            var down: [Int] = []
+            for step in 0..<60 {
+                // Mostly a gap a finger takes; now and then one longer than the stuck-contact timeout or the idle one.
+                let gap: UInt64 =
+                    switch random.below(10) {
+                    case 0: UInt64(1 + random.below(3_000)) * 1_000
+                    case 1: 0
+                    default: UInt64(5 + random.below(200)) * 1_000
+                    }
+                pair.now &+= gap
+                if random.below(12) == 0 {
+                    guard Self.compare(pair, pair.advance(to: pair.now), step: step) else { return }
+                    continue
+                }
+                var events: [InputEvent] = []
+                let choice = random.below(10)
+                if down.isEmpty || (choice == 0 && down.count < 3) {
+                    let slot = (0..<4).first { !down.contains($0) }!
+                    down.append(slot)
+                    events.append(
+                        .touch(
+                            TouchEvent(
+                                device: 1, kind: .down, seatSlot: slot, slot: slot, time: pair.now,
+                                x: random.unit() * 1.1 - 0.05, y: random.unit() * 1.1 - 0.05)))
+                } else if choice < 4 {
+                    let slot = down[random.below(down.count)]
+                    events.append(
+                        .touch(
+                            TouchEvent(
+                                device: 1, kind: .motion, seatSlot: slot, slot: slot, time: pair.now,
+                                x: random.unit(), y: random.unit())))
+                } else {
+                    let slot = down.remove(at: random.below(down.count))
+                    if down.isEmpty { lifts += 1 }
+                    let kind: TouchEvent.Kind = random.below(15) == 0 ? .cancel : .up
+                    events.append(.touch(TouchEvent(device: 1, kind: kind, seatSlot: slot, slot: slot, time: pair.now)))
+                }
+                events.append(.touch(TouchEvent(device: 1, kind: .frame, seatSlot: -1, slot: -1, time: pair.now)))
+                guard Self.compare(pair, pair.input(events, loopNow: pair.now &+ 300), step: step) else { return }
+            }
+            answered += pair.answered
+        }
+        // The plans must have been used, and not for every lift (some come too late or after a second finger).
+        #expect(answered > lifts / 4, "\(name): \(answered) of \(lifts) last lifts answered from a plan")
+        #expect(answered < lifts, "\(name): every last lift answered")
+    }
+
+    @Test("a tap's lift is answered from its plan, with the lift's time, and handled after")
+    func tapAnswered() throws {
+        var pair = try Pair(EngineTests.configuration())
+        pair.now += 20_000
+        let down: [InputEvent] = [
+            .touch(TouchEvent(device: 1, kind: .down, seatSlot: 0, slot: 0, time: pair.now, x: 0.2, y: 0.2)),
+            .touch(TouchEvent(device: 1, kind: .frame, seatSlot: -1, slot: -1, time: pair.now)),
+        ]
+        _ = pair.input(down, loopNow: pair.now + 300)
+        let plan = try #require(pair.plan)
+        #expect(plan.deliveries.map { "\($0.delivery.control):\($0.delivery.event)" } == ["a:touchUpInside"])
+        pair.now += 50_000
+        let up: [InputEvent] = [
+            .touch(TouchEvent(device: 1, kind: .up, seatSlot: 0, slot: 0, time: pair.now)),
+            .touch(TouchEvent(device: 1, kind: .frame, seatSlot: -1, slot: -1, time: pair.now)),
+        ]
+        var events = up
+        var effects: [Effect] = []
+        #expect(pair.planned.answer(plan, taking: &events, into: &effects))
+        #expect(Self.deliveries(effects).map(\.timeMicroseconds) == [pair.now])
+        // Not handled yet: the contact is still down until the settle.
+        #expect(pair.planned.scene.contactCount == 1)
+        pair.planned.settle(now: pair.now + 300, into: &effects)
+        #expect(pair.planned.scene.contactCount == 0)
+        #expect(Self.deliveries(effects) == Self.deliveries(pair.plain.handle(up, now: pair.now + 300)))
+        #expect(Self.state(pair.planned) == Self.state(pair.plain))
+        #expect(pair.planned.statistics.liftsAnswered == 1)
+        #expect(pair.planned.planLift() == nil)
+    }
+
+    @Test("no plan while debug lines, an observer or a second finger would make more than deliveries")
+    func noPlan() throws {
+        let configuration = try EngineTests.load(EngineTests.configuration())
+        var debug = Engine(configuration: configuration, scene: try configuration.makeScene(), logsDebug: true)
+        var driver = try EngineTests.Driver()
+        _ = driver.plug(1)
+        _ = driver.frame([.down(0, 200, 200)])
+        #expect(driver.engine.planLift() != nil)
+        _ = driver.frame([.down(1, 700, 200)])
+        #expect(driver.engine.planLift() == nil)
+        _ = debug.handle([.deviceAdded(EngineTests.Driver.device(1))], now: 1)
+        _ = debug.handle(
+            [
+                .touch(TouchEvent(device: 1, kind: .down, seatSlot: 0, slot: 0, time: 2, x: 0.2, y: 0.2)),
+                .touch(TouchEvent(device: 1, kind: .frame, seatSlot: -1, slot: -1, time: 2)),
+            ], now: 2)
+        #expect(debug.scene.contactCount == 1)
+        #expect(debug.planLift() == nil)
+    }
+}
