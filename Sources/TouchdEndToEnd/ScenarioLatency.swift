@@ -197,6 +197,8 @@ final class LatencyComparison {
         let cpu = samples.addCPU(before: cpuBefore, after: ProcessRunTime(pid: daemon.pid), taps: taps.count)
         let arrived = target.inbox.since(messages)
         var round: [Int64] = []
+        // Each kind apart too: a lift may be answered from its plan (Engine+LiftPlan.swift), a touch-down never is.
+        var byKind: [String: [Int64]] = [:]
         var lowerBound = 0
         for tap in taps {
             for (event, timing) in [("touchDown", tap.down), ("touchUpInside", tap.up)] {
@@ -211,6 +213,7 @@ final class LatencyComparison {
                 }
                 lowerBound = index + 1
                 round.append(Int64(arrived[index].arrival) - Int64(timing.beforeReport))
+                byKind[event, default: []].append(Int64(arrived[index].arrival) - Int64(timing.beforeReport))
             }
         }
         samples.values += round
@@ -225,8 +228,19 @@ final class LatencyComparison {
             else { return nil }
             return Int64(message.arrival) - Int64(time)
         }
+        let kinds = ["touchDown", "touchUpInside"].map { kind in
+            "\(kind) p50=\(Percentiles(byKind[kind] ?? []).map { "\($0.p50)µs" } ?? "-")"
+        }
+        // What the daemon's stop line says it answered from plans.
+        let answered = daemon.output.all.reversed().lazy.compactMap { line -> Substring? in
+            guard line.contains("touchd stopped"), let match = line.firstMatch(of: /lifts_answered=(\d+)/) else {
+                return nil
+            }
+            return match.output.1
+        }.first
         notes.append(
-            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); \(cpu); "
+            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); "
+                + "\(kinds.joined(separator: ", ")), lifts answered from a plan: \(answered ?? "-"); \(cpu); "
                 + "kernel event → socket "
                 + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
                 + (figures.map { figures in

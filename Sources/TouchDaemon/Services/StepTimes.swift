@@ -23,6 +23,15 @@ enum StepTimes {
         #endif
     }
 
+    /// A lift answered from its plan (Engine+LiftPlan.swift): the engine's steps are marked at once, as taking no time,
+    /// so that such a wake-up counts as a sample too.
+    @inline(__always) static func markAnswered() {
+        #if TOUCHD_STEP_TIMES
+            for step in [Mark.sceneBegins, .sceneDone, .delivered, .engineDone] { Recorder.mark(step) }
+            Recorder.answered = true
+        #endif
+    }
+
     /// After the hand-over: this wake-up's steps become samples if it sent a message directly, with `kernelToPoll`,
     /// the microseconds from the kernel's timestamp of its first input event to `poll` returning: the wake-up itself.
     @inline(__always) static func wakeUpHandedOver(kernelToPoll: @autoclosure () -> UInt64?) {
@@ -70,11 +79,17 @@ enum StepTimes {
 
             nonisolated(unsafe) static var stamps = [UInt64](repeating: 0, count: Mark.allCases.count)
             nonisolated(unsafe) static var samples: [[UInt64]] = Array(repeating: [], count: steps.count)
+            /// Whether this wake-up's lift was answered from its plan, and `poll` → send of such wake-ups and of the
+            /// others apart (`answered_poll_to_send`, `handled_poll_to_send`).
+            nonisolated(unsafe) static var answered = false
+            nonisolated(unsafe) static var answeredPollToSend: [UInt64] = []
+            nonisolated(unsafe) static var handledPollToSend: [UInt64] = []
             /// The counter and the monotonic clock at the first mark, to turn counts into microseconds.
             nonisolated(unsafe) static var origin: (cycles: UInt64, microseconds: UInt64)?
 
             static func mark(_ mark: Mark) {
                 if mark == .woke {
+                    answered = false
                     for index in stamps.indices { stamps[index] = 0 }
                     if origin == nil { origin = (touchd_cycles(), monotonicMicroseconds()) }
                 } else if stamps[mark.rawValue] != 0 {
@@ -93,6 +108,8 @@ enum StepTimes {
                     samples[index].append(stamps[step.to.rawValue] &- stamps[step.from.rawValue])
                 }
                 wakeUps.record(kernelToPoll)
+                let pollToSend = stamps[Mark.sendBegins.rawValue] &- stamps[Mark.woke.rawValue]
+                if answered { answeredPollToSend.append(pollToSend) } else { handledPollToSend.append(pollToSend) }
                 lastSent = stamps[Mark.sent.rawValue]
                 stamps[Mark.sent.rawValue] = 0  // one sample per wake-up
             }
@@ -119,7 +136,10 @@ enum StepTimes {
                 }
                 let medians = steps.indices.map { median(steps[$0].name, samples[$0]) }
                 let kernelToPoll = wakeUps.percentile(0.5) ?? 0
-                let last = [median("after_send", afterSend), "frames=\(samples[0].count)"]
+                let last = [
+                    median("after_send", afterSend), median("answered_poll_to_send", answeredPollToSend),
+                    median("handled_poll_to_send", handledPollToSend), "frames=\(samples[0].count)",
+                ]
                 return (["kernel_to_poll=\(kernelToPoll)"] + medians + last).joined(separator: ",")
             }
         }
