@@ -151,14 +151,22 @@ public struct TapCounter: Hashable, Sendable {
 
     /// Records a touch-down and returns its tap count (1 for a first tap).
     public mutating func touchDown(at location: Point, time: Instant) -> Int {
-        var count = 1
-        if let last = lastTap, time >= last.lift, time.microseconds(since: last.lift) <= interval,
-            location.distance(to: last.location) <= slop
-        {
-            count = last.count == Int.max ? last.count : last.count + 1
-        }
+        let count = count(at: location, time: time)
         pendingDown = Down(location: location, count: count)
         return count
+    }
+
+    /// The tap count a touch-down at `location` at `time` would have, asked without recording it.
+    public func count(at location: Point, time: Instant) -> Int {
+        guard let last = lastTap, time >= last.lift, time.microseconds(since: last.lift) <= interval,
+            location.distance(to: last.location) <= slop
+        else { return 1 }
+        return last.count == Int.max ? last.count : last.count + 1
+    }
+
+    /// When the last tap's repeat window closes (after it, every touch-down is a first tap); nil without one.
+    public var repeatWindowEnd: Instant? {
+        lastTap.map { $0.lift.advanced(by: interval) }
     }
 
     /// Records the end of the touch that went down last: a tap when `tapped`, else a reset.

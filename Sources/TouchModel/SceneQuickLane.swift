@@ -38,6 +38,55 @@ extension Scene {
         }
     }
 
+    /// What a touch-down in the quick lane makes besides its contact, point and time: the control it lands on, the
+    /// recognizers that see it (each of which fails on it at once) and the control's tap count. Two touch-downs with
+    /// the same outcome, in the same state, make the same output but for those three (Engine+TouchPlan.swift in the
+    /// daemon relies on it, and its tests check it).
+    public struct QuickDown: Hashable, Sendable {
+        public var control: Int?
+        /// Bit `i`: recognizer `i` sees the touch.
+        public var recognizers: UInt64
+        public var tapCount: Int
+    }
+
+    /// The outcome of a touch-down at `location` at `time` in the quick lane, asked without changing anything; nil when
+    /// the lane would not take it, when the control it lands on follows the finger with its value (a slider or a
+    /// segmented control: its output depends on the point), or with more than 64 recognizers.
+    public func quickDown(at location: Point, time: Instant) -> QuickDown? {
+        guard settings.app == nil, time >= now, location.isFinite, contacts.isEmpty, ignoredContacts.isEmpty,
+            heldLifts == 0, settings.maximumContacts > 0, recognizers.count <= 64
+        else { return nil }
+        var seeing: UInt64 = 0
+        for index in recognizers.indices {
+            guard isUntouched(index) else { return nil }
+            if sees(index, at: location) {
+                guard GestureProgress.failsFirstTouch(at: location, for: recognizers[index].recognizer.rules) else {
+                    return nil
+                }
+                seeing |= 1 << UInt64(index)
+            }
+        }
+        guard let hit = hitTest(location) else { return QuickDown(control: nil, recognizers: seeing, tapCount: 0) }
+        guard slots[hit].contact == nil else { return nil }
+        switch slots[hit].control.kind {
+        case .button, .toggle: break
+        case .slider, .segmented: return nil
+        }
+        return QuickDown(control: hit, recognizers: seeing, tapCount: slots[hit].taps.count(at: location, time: time))
+    }
+
+    /// How many controls the scene has (removed ones included: an index stays the same while the scene lives).
+    public var controlSlotCount: Int { slots.count }
+
+    /// A point inside control `index`'s shape where a touch lands on it, if its bounding box's centre is one; and when
+    /// its last tap's repeat window closes.
+    public func probe(ofControl index: Int) -> (point: Point, repeatWindowEnd: Instant?)? {
+        guard slots.indices.contains(index) else { return nil }
+        let centre = slots[index].control.shape.boundingBox.center
+        guard hitTest(centre) == index else { return nil }
+        return (centre, slots[index].taps.repeatWindowEnd)
+    }
+
     /// Whether the recognizer is as it was built: possible, nothing seen, no timer, not waiting.
     private func isUntouched(_ index: Int) -> Bool {
         recognizers[index].state == .possible && recognizers[index].pending == nil

@@ -197,7 +197,7 @@ final class LatencyComparison {
         let cpu = samples.addCPU(before: cpuBefore, after: ProcessRunTime(pid: daemon.pid), taps: taps.count)
         let arrived = target.inbox.since(messages)
         var round: [Int64] = []
-        // Each kind apart too: a lift may be answered from its plan (Engine+LiftPlan.swift), a touch-down never is.
+        // Each kind apart too: either may be answered from a plan (Engine+TouchPlan.swift), and not always.
         var byKind: [String: [Int64]] = [:]
         var lowerBound = 0
         for tap in taps {
@@ -233,14 +233,14 @@ final class LatencyComparison {
         }
         // What the daemon's stop line says it answered from plans.
         let answered = daemon.output.all.reversed().lazy.compactMap { line -> Substring? in
-            guard line.contains("touchd stopped"), let match = line.firstMatch(of: /lifts_answered=(\d+)/) else {
+            guard line.contains("touchd stopped"), let match = line.firstMatch(of: /touches_answered=(\d+)/) else {
                 return nil
             }
             return match.output.1
         }.first
         notes.append(
             "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); "
-                + "\(kinds.joined(separator: ", ")), lifts answered from a plan: \(answered ?? "-"); \(cpu); "
+                + "\(kinds.joined(separator: ", ")), frames answered from a plan: \(answered ?? "-"); \(cpu); "
                 + "kernel event → socket "
                 + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
                 + (figures.map { figures in

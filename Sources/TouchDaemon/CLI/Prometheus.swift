@@ -30,10 +30,13 @@ enum PrometheusExposition {
         ("diagnostics", counter("diagnostics_total", "Diagnostics reported about the input.")),
         ("reloads", counter("reloads_total", "Configuration reloads taken.")),
         ("reload_failures", counter("reload_failures_total", "Configuration reloads refused.")),
-        ("lifts_answered", counter("lifts_answered_total", "Lifts whose messages went out from their plan.")),
         (
-            "lift_plan_mismatches",
-            counter("lift_plan_mismatches_total", "Planned lifts whose handling differed from the plan (a fault).")
+            "touches_answered",
+            counter("touches_answered_total", "Touch-downs and lifts whose messages went out from their plan.")
+        ),
+        (
+            "touch_plan_mismatches",
+            counter("touch_plan_mismatches_total", "Planned touches whose handling differed from the plan (a fault).")
         ),
         (
             "libinput_lost_event_warnings",

@@ -78,10 +78,11 @@ struct Engine {
         var diagnostics = 0
         var reloads = 0
         var reloadFailures = 0
-        /// Lifts whose messages went out from their plan, before the engine handled them (Engine+LiftPlan.swift).
-        var liftsAnswered = 0
+        /// Touch-downs and lifts whose messages went out from their plan, before the engine handled them
+        /// (Engine+TouchPlan.swift).
+        var touchesAnswered = 0
         /// Such lifts whose handling delivered other messages than the plan sent: a fault, logged as an error.
-        var liftPlanMismatches = 0
+        var touchPlanMismatches = 0
     }
 
     private(set) var configuration: Configuration
@@ -124,9 +125,9 @@ struct Engine {
     private var sceneOutput = Output()
     /// The heads of the deliveries of recent bindings (issue 17).
     private(set) var heads = DeliveryHeads()
-    /// A lift answered from its plan and not yet handled (Engine+LiftPlan.swift).
-    var answeredLift: AnsweredLift?
-    /// The events of the lift answered last, handed over by swapping arrays: emptied (room kept) when it is handled.
+    /// A frame answered from its plan and not yet handled (Engine+TouchPlan.swift).
+    var answeredTouch: AnsweredTouch?
+    /// The events of the frame answered last, handed over by swapping arrays: emptied (room kept) when it is handled.
     var answeredEvents: [InputEvent] = []
 
     /// Starts with a configuration and the scene made from it (the caller made it, to report a scene that cannot be

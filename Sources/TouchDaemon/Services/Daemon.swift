@@ -135,9 +135,9 @@ final class Daemon {
         events.reserveCapacity(8)
         var effects: [Effect] = []
         effects.reserveCapacity(8)
-        // The lift of the one finger down, worked out at the end of the wake-up before (Engine+LiftPlan.swift); good
-        // only for this wake-up's input, and only if nothing reaches the engine before it.
-        var liftPlan: LiftPlan?
+        // The next touch-down or lift, worked out at the end of the wake-up before (Engine+TouchPlan.swift); good only
+        // for this wake-up's input, and only if nothing reaches the engine before it.
+        var touchPlan: TouchPlan?
         while true {
             pingWatchdogIfDue()
             let wait = timeout()
@@ -151,11 +151,11 @@ final class Daemon {
             }
             // Before the input that woke us: it may be the release of a finger that lifted while the system slept.
             if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
-                liftPlan = nil
+                touchPlan = nil
                 perform(engine.resumed(afterSleeping: asleep, now: wokeAt))
             }
             if descriptors[1].revents != 0 {
-                liftPlan = nil
+                touchPlan = nil
                 var stop = false
                 var reload = false
                 for signal in signals.drain() {
@@ -171,8 +171,8 @@ final class Daemon {
                 StepTimes.mark(.inputBegins)
                 input.dispatch(into: &events)
                 StepTimes.mark(.decoded)
-                if let plan = liftPlan, engine.answer(plan, taking: &events, into: &effects) {
-                    // The planned lift's messages go first; the engine handles the lift after they have gone.
+                if let plan = touchPlan, engine.answer(plan, taking: &events, into: &effects) {
+                    // The planned frame's messages go first; the engine handles the frame after they have gone.
                     StepTimes.markAnswered()
                     perform(taking: &effects)
                     StepTimes.mark(.performed)
@@ -189,7 +189,7 @@ final class Daemon {
                     handOver()
                 }
             }
-            liftPlan = nil
+            touchPlan = nil
             if let index = monitorIndex, descriptors[index].revents != 0 {
                 // An input device came or went. libinput got the same uevent at the same moment: dispatch it first so
                 // that a device it takes is known before the comparison.
@@ -206,8 +206,8 @@ final class Daemon {
             if engine.nextDeadline != nil { perform(engine.advance(to: monotonicMicroseconds())) }
             // What this wake-up's device changes, control notes and deadlines caused.
             handOver()
-            // After everything else, while the loop would wait anyway: nothing when no finger, or more than one, is down.
-            liftPlan = engine.planLift()
+            // After everything else, while the loop would wait anyway: nothing when more than one finger is down.
+            touchPlan = engine.planTouch()
         }
     }
 
@@ -403,8 +403,8 @@ final class Daemon {
                 "unhandled_actions": "\(statistics.unhandledActions)",
                 "contacts_over_limit": "\(statistics.contactsOverLimit)",
                 "reloads": "\(statistics.reloads)", "reload_failures": "\(statistics.reloadFailures)",
-                "lifts_answered": "\(statistics.liftsAnswered)",
-                "lift_plan_mismatches": "\(statistics.liftPlanMismatches)",
+                "touches_answered": "\(statistics.touchesAnswered)",
+                "touch_plan_mismatches": "\(statistics.touchPlanMismatches)",
                 "libinput_lost_event_warnings": "\(input?.lostEventWarnings ?? 0)",
             ])
         logTargetStatistics()

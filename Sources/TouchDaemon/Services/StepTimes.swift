@@ -23,7 +23,7 @@ enum StepTimes {
         #endif
     }
 
-    /// A lift answered from its plan (Engine+LiftPlan.swift): the engine's steps are marked at once, as taking no time,
+    /// A frame answered from its plan (Engine+TouchPlan.swift): the engine's steps are marked at once, as taking no time,
     /// so that such a wake-up counts as a sample too.
     @inline(__always) static func markAnswered() {
         #if TOUCHD_STEP_TIMES
