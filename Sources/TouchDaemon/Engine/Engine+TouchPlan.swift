@@ -26,6 +26,10 @@ import TouchModel
 enum TouchPlan: Sendable {
     case lift(LiftPlan)
     case downs(DownPlans)
+
+    var isLift: Bool {
+        if case .lift = self { true } else { false }
+    }
 }
 
 /// What the lift of the one contact down will deliver.
@@ -97,7 +101,7 @@ extension Engine {
     /// nil when there is none to make (debug lines, an observer or a subscriber would see more than deliveries, or more
     /// than one contact is down).
     func planTouch() -> TouchPlan? {
-        guard answeredTouch == nil, !logsDebug, !observesOutput, subscriptions.subscriptions.isEmpty,
+        guard !hasAnsweredTouch, !logsDebug, !observesOutput, subscriptions.subscriptions.isEmpty,
             !subscriptions.watchesContacts
         else { return nil }
         switch scene.contactCount {
@@ -197,7 +201,7 @@ extension Engine {
     /// with the frame's contact, point and time, to `effects`, keeps the events for ``settle(now:into:)`` (which must
     /// follow before anything else reaches the engine) and returns true. Otherwise changes nothing and returns false.
     mutating func answer(_ plan: TouchPlan, taking events: inout [InputEvent], into effects: inout [Effect]) -> Bool {
-        guard answeredTouch == nil, events.count == 2, case .touch(let touch) = events[0],
+        guard !hasAnsweredTouch, events.count == 2, case .touch(let touch) = events[0],
             case .touch(let frame) = events[1], frame.kind == .frame, frame.device == touch.device
         else { return false }
         let answered: AnsweredTouch
@@ -231,6 +235,7 @@ extension Engine {
         statistics.touchesAnswered &+= 1
         swap(&events, &answeredEvents)
         answeredTouch = answered
+        hasAnsweredTouch = true
         return true
     }
 
@@ -240,6 +245,7 @@ extension Engine {
     mutating func settle(now: UInt64, into effects: inout [Effect]) {
         guard let answered = answeredTouch else { return }
         answeredTouch = nil
+        hasAnsweredTouch = false
         var handled: [Effect] = []
         // Taken out of the engine while it handles them, and put back emptied, its room kept.
         var events = answeredEvents

@@ -127,6 +127,8 @@ struct Engine {
     private(set) var heads = DeliveryHeads()
     /// A frame answered from its plan and not yet handled (Engine+TouchPlan.swift).
     var answeredTouch: AnsweredTouch?
+    /// Whether ``answeredTouch`` is set: the question `answer` asks first, without copying the optional.
+    var hasAnsweredTouch = false
     /// The events of the frame answered last, handed over by swapping arrays: emptied (room kept) when it is handled.
     var answeredEvents: [InputEvent] = []
 
