@@ -173,7 +173,7 @@ final class Daemon {
                 StepTimes.mark(.decoded)
                 if let plan = touchPlan, engine.answer(plan, taking: &events, into: &effects) {
                     // The planned frame's messages go first; the engine handles the frame after they have gone.
-                    StepTimes.markAnswered()
+                    StepTimes.markAnswered(lift: plan.isLift)
                     perform(taking: &effects)
                     StepTimes.mark(.performed)
                     handOver()

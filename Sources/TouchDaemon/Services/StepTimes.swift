@@ -24,11 +24,16 @@ enum StepTimes {
     }
 
     /// A frame answered from its plan (Engine+TouchPlan.swift): the engine's steps are marked at once, as taking no time,
-    /// so that such a wake-up counts as a sample too.
-    @inline(__always) static func markAnswered() {
+    /// so that such a wake-up counts as a sample too; `poll` → send and the answer itself (from the decoded events to
+    /// the plan's deliveries made) are also kept per kind (`answered_down_poll_to_send`, `answered_lift_poll_to_send`,
+    /// `handled_poll_to_send`, `answer_down`, `answer_lift`).
+    @inline(__always) static func markAnswered(lift: @autoclosure () -> Bool) {
         #if TOUCHD_STEP_TIMES
-            for step in [Mark.sceneBegins, .sceneDone, .delivered, .engineDone] { Recorder.mark(step) }
-            Recorder.answered = true
+            Recorder.mark(.sceneBegins)
+            Recorder.mark(.sceneDone)
+            Recorder.mark(.delivered)
+            Recorder.mark(.engineDone)
+            Recorder.answered = lift() ? .lift : .down
         #endif
     }
 
@@ -81,15 +86,17 @@ enum StepTimes {
             nonisolated(unsafe) static var samples: [[UInt64]] = Array(repeating: [], count: steps.count)
             /// Whether this wake-up's lift was answered from its plan, and `poll` → send of such wake-ups and of the
             /// others apart (`answered_poll_to_send`, `handled_poll_to_send`).
-            nonisolated(unsafe) static var answered = false
-            nonisolated(unsafe) static var answeredPollToSend: [UInt64] = []
-            nonisolated(unsafe) static var handledPollToSend: [UInt64] = []
+            nonisolated(unsafe) static var answered: Answered = .no
+            enum Answered { case no, down, lift }
+            /// Per kind of wake-up: `poll` → send, and the answer (from decoded to the plan's deliveries made).
+            nonisolated(unsafe) static var pollToSend: [Answered: [UInt64]] = [:]
+            nonisolated(unsafe) static var answering: [Answered: [UInt64]] = [:]
             /// The counter and the monotonic clock at the first mark, to turn counts into microseconds.
             nonisolated(unsafe) static var origin: (cycles: UInt64, microseconds: UInt64)?
 
             static func mark(_ mark: Mark) {
                 if mark == .woke {
-                    answered = false
+                    answered = .no
                     for index in stamps.indices { stamps[index] = 0 }
                     if origin == nil { origin = (touchd_cycles(), monotonicMicroseconds()) }
                 } else if stamps[mark.rawValue] != 0 {
@@ -108,8 +115,10 @@ enum StepTimes {
                     samples[index].append(stamps[step.to.rawValue] &- stamps[step.from.rawValue])
                 }
                 wakeUps.record(kernelToPoll)
-                let pollToSend = stamps[Mark.sendBegins.rawValue] &- stamps[Mark.woke.rawValue]
-                if answered { answeredPollToSend.append(pollToSend) } else { handledPollToSend.append(pollToSend) }
+                pollToSend[answered, default: []].append(
+                    stamps[Mark.sendBegins.rawValue] &- stamps[Mark.woke.rawValue])
+                answering[answered, default: []].append(
+                    stamps[Mark.sceneBegins.rawValue] &- stamps[Mark.decoded.rawValue])
                 lastSent = stamps[Mark.sent.rawValue]
                 stamps[Mark.sent.rawValue] = 0  // one sample per wake-up
             }
@@ -137,8 +146,12 @@ enum StepTimes {
                 let medians = steps.indices.map { median(steps[$0].name, samples[$0]) }
                 let kernelToPoll = wakeUps.percentile(0.5) ?? 0
                 let last = [
-                    median("after_send", afterSend), median("answered_poll_to_send", answeredPollToSend),
-                    median("handled_poll_to_send", handledPollToSend), "frames=\(samples[0].count)",
+                    median("after_send", afterSend),
+                    median("answered_down_poll_to_send", pollToSend[.down] ?? []),
+                    median("answered_lift_poll_to_send", pollToSend[.lift] ?? []),
+                    median("handled_poll_to_send", pollToSend[.no] ?? []),
+                    median("answer_down", answering[.down] ?? []), median("answer_lift", answering[.lift] ?? []),
+                    "frames=\(samples[0].count)",
                 ]
                 return (["kernel_to_poll=\(kernelToPoll)"] + medians + last).joined(separator: ",")
             }
