@@ -197,10 +197,22 @@ extension Engine {
         return DownPlans(sceneTime: sceneTime, validUntil: validUntil, entries: entries)
     }
 
-    /// Answers `events` from `plan` when they are exactly the frame it was made for: appends the planned deliveries,
-    /// with the frame's contact, point and time, to `effects`, keeps the events for ``settle(now:into:)`` (which must
-    /// follow before anything else reaches the engine) and returns true. Otherwise changes nothing and returns false.
+    /// ``answer(_:taking:deliver:)`` appending each delivery to `effects` as a `.deliver` effect from input.
     mutating func answer(_ plan: TouchPlan, taking events: inout [InputEvent], into effects: inout [Effect]) -> Bool {
+        answer(plan, taking: &events) { delivery, executor in
+            effects.append(.deliver(delivery, executor: executor, fromInput: true))
+        }
+    }
+
+    /// Answers `events` from `plan` when they are exactly the frame it was made for: hands each planned delivery, with
+    /// the frame's contact, point and time, to `deliver`, keeps the events for ``settle(now:into:)`` (which must follow
+    /// before anything else reaches the engine) and returns true. Otherwise changes nothing and returns false. The input
+    /// loop takes the deliveries straight into its outboxes, not as effects: each effect is one more enum built and
+    /// taken apart before the send (issue 17).
+    mutating func answer(
+        _ plan: TouchPlan, taking events: inout [InputEvent],
+        deliver: (consuming ActionDelivery, ExecutorKind) -> Void
+    ) -> Bool {
         guard !hasAnsweredTouch, events.count == 2, case .touch(let touch) = events[0],
             case .touch(let frame) = events[1], frame.kind == .frame, frame.device == touch.device
         else { return false }
@@ -225,12 +237,11 @@ extension Engine {
                 substitution: .init(
                     time: frame.time, contact: (entry.contact, touch.seatSlot), point: (entry.point, point)))
         }
-        // Nothing allocated before the send: the deliveries go straight into the effects, and the events' array is
-        // swapped with the one the last answered frame left (a copy would share the buffer, and emptying `events`
-        // would then allocate a new one).
+        // Nothing allocated before the send: the deliveries go straight to `deliver`, and the events' array is swapped
+        // with the one the last answered frame left (a copy would share the buffer, and emptying `events` would then
+        // allocate a new one).
         for (delivery, executor) in answered.deliveries {
-            effects.append(
-                .deliver(answered.substitution.apply(to: delivery), executor: executor, fromInput: true))
+            deliver(answered.substitution.apply(to: delivery), executor)
         }
         statistics.touchesAnswered &+= 1
         swap(&events, &answeredEvents)

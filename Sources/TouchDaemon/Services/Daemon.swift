@@ -135,10 +135,13 @@ final class Daemon {
         events.reserveCapacity(8)
         var effects: [Effect] = []
         effects.reserveCapacity(8)
-        // The next touch-down or lift, worked out at the end of the wake-up before (Engine+TouchPlan.swift); good only
-        // for this wake-up's input, and only if nothing reaches the engine before it.
+        // The next touch-down or lift, worked out at the end of a wake-up that reached the engine (Engine+TouchPlan.swift);
+        // good for the next input only if nothing reaches the engine before it.
         var touchPlan: TouchPlan?
         while true {
+            // Whether this wake-up reached the engine: then the plan is dropped, and made again at its end. A wake-up
+            // for the watchdog or a second instance's question keeps it (and costs no planning).
+            var reachedEngine = false
             pingWatchdogIfDue()
             let wait = timeout()
             StepTimes.sleeping()
@@ -152,10 +155,12 @@ final class Daemon {
             // Before the input that woke us: it may be the release of a finger that lifted while the system slept.
             if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
                 touchPlan = nil
+                reachedEngine = true
                 perform(engine.resumed(afterSleeping: asleep, now: wokeAt))
             }
             if descriptors[1].revents != 0 {
                 touchPlan = nil
+                reachedEngine = true
                 var stop = false
                 var reload = false
                 for signal in signals.drain() {
@@ -168,13 +173,16 @@ final class Daemon {
                 }
             }
             if descriptors[0].revents != 0 {
+                reachedEngine = true
                 StepTimes.mark(.inputBegins)
                 input.dispatch(into: &events)
                 StepTimes.mark(.decoded)
-                if let plan = touchPlan, engine.answer(plan, taking: &events, into: &effects) {
+                // A planned frame's deliveries go straight into the outboxes, not through effects.
+                if let plan = touchPlan,
+                    engine.answer(plan, taking: &events, deliver: { file($0, to: $1, fromInput: true) })
+                {
                     // The planned frame's messages go first; the engine handles the frame after they have gone.
                     StepTimes.markAnswered(lift: plan.isLift)
-                    perform(taking: &effects)
                     StepTimes.mark(.performed)
                     handOver()
                     engine.settle(now: wokeAt, into: &effects)
@@ -189,8 +197,8 @@ final class Daemon {
                     handOver()
                 }
             }
-            touchPlan = nil
             if let index = monitorIndex, descriptors[index].revents != 0 {
+                reachedEngine = true
                 // An input device came or went. libinput got the same uevent at the same moment: dispatch it first so
                 // that a device it takes is known before the comparison.
                 input.drainMonitor()
@@ -200,14 +208,20 @@ final class Daemon {
             // A second instance asked who holds the seat (it read our pid from the connection).
             if let index = lockIndex, descriptors[index].revents != 0 { instanceLock?.drain() }
             // After the input, so that a request sees the touches that came with it.
-            if let index = controlIndex, descriptors[index].revents != 0 { handleControlNotes() }
+            if let index = controlIndex, descriptors[index].revents != 0 {
+                reachedEngine = true
+                handleControlNotes()
+            }
             // The clock only when something can be due: in the test guest a clock read is a system call and a device
             // access, and this one follows a tap's send on every wake-up (issue 17).
-            if engine.nextDeadline != nil { perform(engine.advance(to: monotonicMicroseconds())) }
+            if engine.nextDeadline != nil {
+                reachedEngine = true
+                perform(engine.advance(to: monotonicMicroseconds()))
+            }
             // What this wake-up's device changes, control notes and deadlines caused.
             handOver()
             // After everything else, while the loop would wait anyway: nothing when more than one finger is down.
-            touchPlan = engine.planTouch()
+            if reachedEngine { touchPlan = engine.planTouch() }
         }
     }
 
@@ -249,12 +263,7 @@ final class Daemon {
     private func perform(one effect: consuming Effect) {
         switch consume effect {
         case .deliver(let delivery, let executor, let fromInput):
-            // The time first: then the delivery's last use is the append, which takes it without a copy.
-            if fromInput { inputTimes.append(delivery.timeMicroseconds) }
-            switch executor {
-            case .socket: socketOutbox.append(delivery)
-            case .exec: commandOutbox.append(delivery)
-            }
+            file(delivery, to: executor, fromInput: fromInput)
         case .control(let message):
             controlOutbox.append(message)
         case .log(let level, let message, let metadata):
@@ -289,6 +298,16 @@ final class Daemon {
                         ])
                 }
             }
+        }
+    }
+
+    /// Files a delivery in its executor's outbox for the hand-over, with its time when input caused it.
+    private func file(_ delivery: consuming ActionDelivery, to executor: ExecutorKind, fromInput: Bool) {
+        // The time first: then the delivery's last use is the append, which takes it without a copy.
+        if fromInput { inputTimes.append(delivery.timeMicroseconds) }
+        switch executor {
+        case .socket: socketOutbox.append(delivery)
+        case .exec: commandOutbox.append(delivery)
         }
     }
 
