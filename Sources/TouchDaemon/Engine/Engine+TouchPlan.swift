@@ -66,14 +66,13 @@ struct DownPlan: Sendable {
     let deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]
 }
 
-/// A frame answered from its plan and not yet handled: the planned deliveries and what replaced their contact, point
-/// and time (its events wait in `Engine.answeredEvents`).
-struct AnsweredTouch: Sendable {
-    var deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]
-    var substitution: Substitution
-
+/// A frame answered from its plan and not yet handled: the planned deliveries (`Engine.answeredDeliveries`), what
+/// replaced their contact, point and time (`Engine.answeredSubstitution`) and its events (`Engine.answeredEvents`). Kept
+/// in three stored properties of the engine rather than one optional: assigning a struct that holds an array and
+/// optional tuples went through its outlined copy and destroy, on every answered frame before its send (issue 17).
+enum AnsweredTouch {
     /// The frame's own contact, point and time in place of the plan's. A delivery's contact and point are those of
-    /// the touch, or nil; its time is the frame's.
+    /// the touch, or nil; its time is the frame's. Plain values only.
     struct Substitution: Sendable {
         var time: UInt64
         var contact: (planned: ContactID, actual: ContactID)?
@@ -216,14 +215,15 @@ extension Engine {
         guard !hasAnsweredTouch, events.count == 2, case .touch(let touch) = events[0],
             case .touch(let frame) = events[1], frame.kind == .frame, frame.device == touch.device
         else { return false }
-        let answered: AnsweredTouch
+        let deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]
+        let substitution: AnsweredTouch.Substitution
         switch plan {
         case .lift(let lift):
             guard touch.kind == .up, touch.device == lift.device, touch.seatSlot == lift.contact,
                 frame.time >= lift.time, lift.validUntil.map({ frame.time < $0 }) ?? true
             else { return false }
-            answered = AnsweredTouch(
-                deliveries: lift.deliveries, substitution: .init(time: frame.time, contact: nil, point: nil))
+            deliveries = lift.deliveries
+            substitution = .init(time: frame.time, contact: nil, point: nil)
         case .downs(let downs):
             // The point as the router maps it, and the outcome the scene would give it.
             guard touch.kind == .down, frame.time >= downs.sceneTime, downs.validUntil.map({ frame.time < $0 }) ?? true,
@@ -232,20 +232,20 @@ extension Engine {
                 outcome.control != nil,
                 let entry = downs.entries.first(where: { $0.device == touch.device && $0.outcome == outcome })
             else { return false }
-            answered = AnsweredTouch(
-                deliveries: entry.deliveries,
-                substitution: .init(
-                    time: frame.time, contact: (entry.contact, touch.seatSlot), point: (entry.point, point)))
+            deliveries = entry.deliveries
+            substitution = .init(
+                time: frame.time, contact: (entry.contact, touch.seatSlot), point: (entry.point, point))
         }
         // Nothing allocated before the send: the deliveries go straight to `deliver`, and the events' array is swapped
         // with the one the last answered frame left (a copy would share the buffer, and emptying `events` would then
         // allocate a new one).
-        for (delivery, executor) in answered.deliveries {
-            deliver(answered.substitution.apply(to: delivery), executor)
+        for (delivery, executor) in deliveries {
+            deliver(substitution.apply(to: delivery), executor)
         }
         statistics.touchesAnswered &+= 1
         swap(&events, &answeredEvents)
-        answeredTouch = answered
+        answeredDeliveries = deliveries
+        answeredSubstitution = substitution
         hasAnsweredTouch = true
         return true
     }
@@ -254,9 +254,11 @@ extension Engine {
     /// deliveries, already sent, are compared with what was sent instead of being delivered again. Nothing when no
     /// frame was answered.
     mutating func settle(now: UInt64, into effects: inout [Effect]) {
-        guard let answered = answeredTouch else { return }
-        answeredTouch = nil
+        guard hasAnsweredTouch else { return }
         hasAnsweredTouch = false
+        let substitution = answeredSubstitution
+        let planned = answeredDeliveries
+        answeredDeliveries = []
         var handled: [Effect] = []
         // Taken out of the engine while it handles them, and put back emptied, its room kept.
         var events = answeredEvents
@@ -271,7 +273,7 @@ extension Engine {
                 effects.append(effect)
             }
         }
-        let sent = answered.deliveries.map { answered.substitution.apply(to: $0.delivery) }
+        let sent = planned.map { substitution.apply(to: $0.delivery) }
         guard delivered != sent else { return }
         statistics.touchPlanMismatches &+= 1
         effects.append(

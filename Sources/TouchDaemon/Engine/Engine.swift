@@ -125,10 +125,11 @@ struct Engine {
     private var sceneOutput = Output()
     /// The heads of the deliveries of recent bindings (issue 17).
     private(set) var heads = DeliveryHeads()
-    /// A frame answered from its plan and not yet handled (Engine+TouchPlan.swift).
-    var answeredTouch: AnsweredTouch?
-    /// Whether ``answeredTouch`` is set: the question `answer` asks first, without copying the optional.
+    /// Whether a frame was answered from its plan and not yet handled (Engine+TouchPlan.swift).
     var hasAnsweredTouch = false
+    /// The answered frame's planned deliveries and what replaced their contact, point and time.
+    var answeredDeliveries: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
+    var answeredSubstitution = AnsweredTouch.Substitution(time: 0, contact: nil, point: nil)
     /// The events of the frame answered last, handed over by swapping arrays: emptied (room kept) when it is handled.
     var answeredEvents: [InputEvent] = []
 
