@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TestKit
 import Testing
 import TouchModel
 
@@ -11,20 +12,6 @@ import TouchModel
 /// must deliver the same messages, say the same things and be left in the same state after every step.
 @Suite("A touch answered from its plan delivers what handling it delivers")
 struct TouchPlanTests {
-    /// SplitMix64: the sequences are the same on every run.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-    }
-
     /// Two engines fed alike; `planned` the way the input loop feeds it.
     struct Pair {
         var planned: Engine
@@ -124,7 +111,7 @@ struct TouchPlanTests {
     @Test("random taps, drags, second fingers and waits", arguments: configurations.indices)
     func randomSequences(_ index: Int) throws {
         let (name, text) = Self.configurations[index]
-        var random = Random(state: 0x11F7_0000 &+ UInt64(index))
+        var random = SeededGenerator(seed: 0x11F7_0000 &+ UInt64(index))
         var answeredLifts = 0
         var answeredDowns = 0
         var lifts = 0
@@ -136,27 +123,27 @@ struct TouchPlanTests {
             for step in 0..<60 {
                 // Mostly a gap a finger takes; now and then one longer than the stuck-contact timeout or the idle one.
                 let gap: UInt64 =
-                    switch random.below(10) {
-                    case 0: UInt64(1 + random.below(3_000)) * 1_000
+                    switch Int.random(in: 0..<10, using: &random) {
+                    case 0: UInt64(1 + Int.random(in: 0..<3_000, using: &random)) * 1_000
                     case 1: 0
-                    default: UInt64(5 + random.below(200)) * 1_000
+                    default: UInt64(5 + Int.random(in: 0..<200, using: &random)) * 1_000
                     }
                 pair.now &+= gap
-                if random.below(12) == 0 {
+                if Int.random(in: 0..<12, using: &random) == 0 {
                     guard Self.compare(pair, pair.advance(to: pair.now), step: step) else { return }
                     continue
                 }
                 var events: [InputEvent] = []
-                let choice = random.below(10)
+                let choice = Int.random(in: 0..<10, using: &random)
                 if down.isEmpty || (choice == 0 && down.count < 3) {
                     if down.isEmpty { firstDowns += 1 }
                     let slot = (0..<4).first { !down.contains($0) }!
                     down.append(slot)
                     // Anywhere, on a control, where the last finger went down (a repeat tap), or a few pixels from it.
-                    switch random.below(4) {
+                    switch Int.random(in: 0..<4, using: &random) {
                     case 0: last = (random.unit() * 1.1 - 0.05, random.unit() * 1.1 - 0.05)
                     case 1:
-                        let control = random.below(max(pair.plain.scene.controlSlotCount, 1))
+                        let control = Int.random(in: 0..<max(pair.plain.scene.controlSlotCount, 1), using: &random)
                         if let probe = pair.plain.scene.probe(ofControl: control),
                             let position = pair.plain.router.devicePosition(of: probe.point, on: 1)
                         {
@@ -171,16 +158,16 @@ struct TouchPlanTests {
                                 device: 1, kind: .down, seatSlot: slot, slot: slot, time: pair.now, x: last.x,
                                 y: last.y)))
                 } else if choice < 4 {
-                    let slot = down[random.below(down.count)]
+                    let slot = down[Int.random(in: 0..<down.count, using: &random)]
                     events.append(
                         .touch(
                             TouchEvent(
                                 device: 1, kind: .motion, seatSlot: slot, slot: slot, time: pair.now,
                                 x: random.unit(), y: random.unit())))
                 } else {
-                    let slot = down.remove(at: random.below(down.count))
+                    let slot = down.remove(at: Int.random(in: 0..<down.count, using: &random))
                     if down.isEmpty { lifts += 1 }
-                    let kind: TouchEvent.Kind = random.below(15) == 0 ? .cancel : .up
+                    let kind: TouchEvent.Kind = Int.random(in: 0..<15, using: &random) == 0 ? .cancel : .up
                     events.append(.touch(TouchEvent(device: 1, kind: kind, seatSlot: slot, slot: slot, time: pair.now)))
                 }
                 events.append(.touch(TouchEvent(device: 1, kind: .frame, seatSlot: -1, slot: -1, time: pair.now)))
