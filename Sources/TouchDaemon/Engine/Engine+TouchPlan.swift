@@ -55,14 +55,13 @@ struct DownPlans: Sendable {
     let entries: [DownPlan]
 }
 
-/// What a touch-down with `outcome` on `device` delivers: `deliveries`, made by one at `point` at `time` as contact
-/// `contact`, whose contact, point and time are replaced by the real touch-down's.
+/// What a touch-down with `outcome` on `device` delivers: `deliveries`, made by one at `point` as contact `contact`,
+/// whose contact, point and time are replaced by the real touch-down's.
 struct DownPlan: Sendable {
     let device: Int
     let outcome: Scene.QuickDown
     let contact: ContactID
     let point: Point
-    let time: UInt64
     let deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]
 }
 
@@ -188,8 +187,7 @@ extension Engine {
                 else { continue }
                 entries.append(
                     DownPlan(
-                        device: device.id, outcome: outcome, contact: contact, point: point, time: time,
-                        deliveries: deliveries))
+                        device: device.id, outcome: outcome, contact: contact, point: point, deliveries: deliveries))
             }
         }
         guard !entries.isEmpty else { return nil }
