@@ -3,6 +3,7 @@ import Glibc
 import Logging
 import Synchronization
 import Testing
+import TouchModel
 
 @testable import TouchDaemon
 
@@ -84,6 +85,61 @@ struct SocketTargetTests {
             action: String(repeating: "\"", count: 1 << 16), target: "kiosk", control: "pay", event: "touchUpInside",
             timeMicroseconds: 1, generation: 1)
         #expect(huge.jsonBytes() == Self.reference(huge, terminator: nil))
+    }
+
+    /// A planned delivery's template (``MessageTemplate``) filled in with a frame's contact, point and time writes
+    /// byte for byte the message of the delivery with them put in (`AnsweredTouch.Substitution.apply`): over the same
+    /// names, numbers and optional fields as above, with a substitution whose planned contact and point are the
+    /// delivery's or not, into one buffer that only grows.
+    @Test func templatesWriteTheMessagesOfTheSubstitutedDeliveries() {
+        let names = ["", "pay", "say \"hi\"", "café ☕ 東京", String(repeating: "long-name ", count: 60)]
+        let doubles: [Double] = [0, -0.0, 12.5, 700, -3, 0.1, 1e15, 1e-7, .infinity, .nan]
+        let times: [UInt64] = [0, 5, 1_234_567, UInt64(Int.max), UInt64.max]
+        let integers: [Int] = [0, 1, -1, 42, Int.max, Int.min]
+        var generator = SystemRandomNumberGenerator()
+        var shared: [UInt8] = []
+        var replaced = (contacts: 0, points: 0)
+        for index in 0..<3_000 {
+            let point =
+                Bool.random(using: &generator)
+                ? Point(x: doubles.randomElement(using: &generator)!, y: doubles.randomElement(using: &generator)!)
+                : nil
+            let delivery = ActionDelivery(
+                action: names.randomElement(using: &generator)!, target: "kiosk",
+                control: names.randomElement(using: &generator)!, event: names.randomElement(using: &generator)!,
+                timeMicroseconds: times.randomElement(using: &generator)!,
+                contact: Bool.random(using: &generator) ? integers.randomElement(using: &generator)! : nil,
+                x: point?.x, y: point?.y,
+                value: Bool.random(using: &generator) ? doubles.randomElement(using: &generator)! : nil,
+                responder: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
+                gesture: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
+                device: Bool.random(using: &generator) ? "event\(index)" : nil,
+                generation: integers.randomElement(using: &generator)!)
+            // The planned contact and point: the delivery's own most of the time, another one sometimes.
+            let plannedContact = Int.random(in: 0..<4, using: &generator) == 0 ? 7 : delivery.contact ?? 7
+            let plannedPoint =
+                Int.random(in: 0..<4, using: &generator) == 0 ? Point(x: 1, y: 2) : point ?? Point(x: 1, y: 2)
+            let substitution = AnsweredTouch.Substitution(
+                time: times.randomElement(using: &generator)!,
+                contact: Bool.random(using: &generator)
+                    ? (plannedContact, integers.randomElement(using: &generator)!) : nil,
+                point: Bool.random(using: &generator)
+                    ? (
+                        plannedPoint,
+                        Point(
+                            x: doubles.randomElement(using: &generator)!, y: doubles.randomElement(using: &generator)!)
+                    )
+                    : nil)
+            let substituted = substitution.apply(to: delivery)
+            if substituted.contact != delivery.contact { replaced.contacts += 1 }
+            if substituted.x != delivery.x || substituted.y != delivery.y { replaced.points += 1 }
+            let terminator: UInt8? = index % 2 == 0 ? UInt8(ascii: "\n") : nil
+            let template = MessageTemplate(delivery)
+            let length = template.write(substituting: substitution, terminator: terminator, into: &shared)
+            #expect(Array(shared[..<length]) == Self.reference(substituted, terminator: terminator))
+        }
+        // The substitutions did replace contacts and points, not only times.
+        #expect(replaced.contacts > 100 && replaced.points > 100)
     }
 
     /// A delivery's message built member by member with `JSONLine`, in the documented order.
@@ -213,6 +269,48 @@ struct SocketTargetTests {
             let reader = LineReader(connection)
             #expect(await reader.lines(2) == [big.json, delivery(1).json])
             #expect(await eventually { sender.statistics["kiosk"]?.sent == 2 })
+            #expect(sender.statistics["kiosk"]?.dropped == 0)
+        }
+    }
+
+    /// A frame answered from its plan hands the planned deliveries to the sender with the frame's contact, point and
+    /// time: sent at once from their templates while the direct path is open, queued as deliveries of their own when
+    /// it is not, and in either case in order with everything else submitted.
+    @Test func plannedDeliveriesAreSentInOrderDirectlyOrQueued() async throws {
+        let total = 6_000
+        // Room for every message: a third of the submits carry two.
+        try await withSettledStreamTarget(queueCapacity: 2 * total) { sender, connection in
+            let planned = [
+                PlannedDelivery(delivery(0, action: "down"), executor: .socket),
+                PlannedDelivery(delivery(0, action: "second"), executor: .socket),
+            ]
+            func substitution(_ index: Int) -> AnsweredTouch.Substitution {
+                .init(time: UInt64(index) * 1_000, contact: (0, index % 10), point: nil)
+            }
+            func expected(_ index: Int) -> [String] {
+                index % 3 == 0
+                    ? planned.map { substitution(index).apply(to: $0.delivery).json } : [delivery(index).json]
+            }
+            func submit(_ index: Int) {
+                if index % 3 == 0 {
+                    sender.submit(planned: planned, substituting: substitution(index))
+                } else {
+                    sender.submit(delivery(index))
+                }
+            }
+            let reader = LineReader(connection)
+            // Sent at once: the lines are in the socket when submit returns, and the sender thread slept through it.
+            let passes = sender.loopPasses
+            submit(0)
+            #expect(await reader.lines(2) == expected(0))
+            #expect(sender.loopPasses == passes)
+            // The peer does not read: direct sends fill the socket, then the rest queues for the sender thread.
+            for index in 1..<(total / 2) { submit(index) }
+            #expect((sender.statistics["kiosk"]?.queued ?? 0) > 0)
+            for index in (total / 2)..<total { submit(index) }
+            let wanted = (1..<total).flatMap { expected($0) }
+            #expect(await reader.lines(wanted.count) == wanted)
+            #expect(await eventually { sender.statistics["kiosk"]?.sent == wanted.count + 2 })
             #expect(sender.statistics["kiosk"]?.dropped == 0)
         }
     }

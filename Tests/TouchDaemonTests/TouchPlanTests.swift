@@ -20,6 +20,8 @@ struct TouchPlanTests {
         var now: UInt64 = 10_000_000
         var answeredDowns = 0
         var answeredLifts = 0
+        /// Planned deliveries whose template was filled in and compared.
+        var templatesChecked = 0
 
         init(_ text: String) throws {
             let configuration = try EngineTests.load(text)
@@ -39,6 +41,18 @@ struct TouchPlanTests {
             var plannedEvents = events
             if let plan, planned.answer(plan, taking: &plannedEvents, into: &plannedEffects) {
                 if case .lift = plan { answeredLifts += 1 } else { answeredDowns += 1 }
+                // What the socket sender writes from the templates is what the substituted deliveries would write.
+                for item in planned.answeredDeliveries.items {
+                    for terminator: UInt8? in [nil, UInt8(ascii: "\n")] {
+                        var buffer: [UInt8] = []
+                        let length = item.template.write(
+                            substituting: planned.answeredSubstitution, terminator: terminator, into: &buffer)
+                        let expected = planned.answeredSubstitution.apply(to: item.delivery).jsonBytes(
+                            terminator: terminator)
+                        #expect(Array(buffer[..<length]) == expected)
+                    }
+                    templatesChecked += 1
+                }
                 #expect(plannedEvents.isEmpty)
                 planned.settle(now: loopNow, into: &plannedEffects)
             } else {
@@ -114,6 +128,7 @@ struct TouchPlanTests {
         var random = SeededGenerator(seed: 0x11F7_0000 &+ UInt64(index))
         var answeredLifts = 0
         var answeredDowns = 0
+        var templatesChecked = 0
         var lifts = 0
         var firstDowns = 0
         for _ in 0..<40 {
@@ -175,7 +190,12 @@ struct TouchPlanTests {
             }
             answeredLifts += pair.answeredLifts
             answeredDowns += pair.answeredDowns
+            templatesChecked += pair.templatesChecked
         }
+        // Most answered frames send something (a lift off every control sends nothing).
+        #expect(
+            templatesChecked > (answeredLifts + answeredDowns) / 2,
+            "\(name): \(templatesChecked) templates checked for \(answeredLifts + answeredDowns) answered frames")
         // The plans must have been used, and not for every frame (some come too late, after a second finger, or land
         // where no control is).
         #expect(answeredLifts > lifts / 4, "\(name): \(answeredLifts) of \(lifts) last lifts answered from a plan")
@@ -204,7 +224,7 @@ struct TouchPlanTests {
             return
         }
         // One plan per control that a touch can land on: a and b.
-        #expect(downs.entries.map { $0.deliveries.map(\.delivery.control) } == [["a"], ["b"]])
+        #expect(downs.entries.map { $0.deliveries.items.map(\.delivery.control) } == [["a"], ["b"]])
         let answeredDown = pair.input(down, loopNow: pair.now + 300)
         #expect(pair.answeredDowns == 1)
         let sent = try #require(Self.deliveries(answeredDown.planned).first)
@@ -214,7 +234,7 @@ struct TouchPlanTests {
             Issue.record("no lift plan while one finger is down")
             return
         }
-        #expect(plan.deliveries.map { "\($0.delivery.control):\($0.delivery.event)" } == ["a:touchUpInside"])
+        #expect(plan.deliveries.items.map { "\($0.delivery.control):\($0.delivery.event)" } == ["a:touchUpInside"])
         pair.now += 50_000
         let up: [InputEvent] = [
             .touch(TouchEvent(device: 1, kind: .up, seatSlot: 3, slot: 3, time: pair.now)),

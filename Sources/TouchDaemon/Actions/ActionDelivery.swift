@@ -83,7 +83,7 @@ struct ActionDelivery: Hashable, Sendable {
     }
 
     /// An upper bound of the message's size, in bytes: the head's parts as they are, the device escaped at worst.
-    private var jsonBound: Int {
+    fileprivate var jsonBound: Int {
         // The other keys, the closing brace and the terminator: 67 bytes; 3 integers and 3 doubles at most.
         let fixed = head.opening.count.addingSaturating(head.middle.count).addingSaturating(96)
         return JSONBytes.bound(stringBytes: device?.utf8.count ?? 0, strings: 1, numbers: 6, fixed: fixed)
@@ -92,16 +92,94 @@ struct ActionDelivery: Hashable, Sendable {
     /// The head's opening, the touch's fields, the head's middle, then the device and the generation.
     private func writeJSON(into out: inout JSONBytes, terminator: UInt8?) {
         head.opening.withUnsafeBufferPointer { out.raw($0) }
-        out.member(#","time_us":"#, Int(clamping: timeMicroseconds))
+        out.raw(Self.timeKey)
+        out.integer(Int(clamping: timeMicroseconds))
+        Self.writeTouch(into: &out, contact: contact, x: x, y: y)
+        writeRest(into: &out)
+        if let terminator { out.byte(terminator) }
+    }
+
+    /// The key before the time's digits.
+    fileprivate static let timeKey: StaticString = #","time_us":"#
+
+    /// The touch's fields after the time, those present.
+    @inline(__always)
+    fileprivate static func writeTouch(into out: inout JSONBytes, contact: Int?, x: Double?, y: Double?) {
         out.member(#","contact":"#, contact)
         out.member(#","x":"#, x)
         out.member(#","y":"#, y)
+    }
+
+    /// Everything after the touch's fields, to the closing brace: what a frame answered from a plan never changes
+    /// (``MessageTemplate``).
+    @inline(__always)
+    fileprivate func writeRest(into out: inout JSONBytes) {
         out.member(#","value":"#, value)
         head.middle.withUnsafeBufferPointer { out.raw($0) }
         out.member(#","device":"#, device)
         out.member(#","generation":"#, generation)
         out.byte(UInt8(ascii: "}"))
-        if let terminator { out.byte(terminator) }
+    }
+}
+
+/// A planned delivery's message written once with its plan (Engine+TouchPlan.swift), but for the fields a frame answered
+/// from that plan changes: the time, and for a touch-down the contact and the point (``AnsweredTouch/Substitution``).
+/// Filling it in is one copy of the bytes before the time, the numbers, and one copy of the bytes after the point: the
+/// message of an answered frame is written between its `poll` and its `send`, where each step the message takes costs
+/// time (issue 17).
+struct MessageTemplate: Sendable, Equatable {
+    /// The message up to the time's digits (the head's opening and `,"time_us":`), then everything after the point.
+    let bytes: [UInt8]
+    /// Where the part after the point begins in `bytes`.
+    let restStart: Int
+    /// The planned delivery's contact and point, which a substitution may replace.
+    let contact: Int?
+    let x: Double?
+    let y: Double?
+
+    init(_ delivery: ActionDelivery) {
+        let opening = delivery.head.opening
+        let rest = JSONBytes.build(capacity: delivery.jsonBound) { delivery.writeRest(into: &$0) }
+        bytes = JSONBytes.build(
+            capacity: opening.count.addingSaturating(ActionDelivery.timeKey.utf8CodeUnitCount).addingSaturating(
+                rest.count)
+        ) { out in
+            opening.withUnsafeBufferPointer { out.raw($0) }
+            out.raw(ActionDelivery.timeKey)
+            rest.withUnsafeBufferPointer { out.raw($0) }
+        }
+        restStart = bytes.count - rest.count
+        contact = delivery.contact
+        x = delivery.x
+        y = delivery.y
+    }
+
+    /// The planned delivery with `substitution` applied, written into `buffer` from its start, with `terminator`:
+    /// the same bytes as `substitution.apply(to: delivery).writeJSON(into:terminator:)` for the delivery the template
+    /// was made from. Returns the length.
+    func write(substituting substitution: AnsweredTouch.Substitution, terminator: UInt8?, into buffer: inout [UInt8])
+        -> Int
+    {
+        var contact = contact
+        if let replaced = substitution.contact, contact == replaced.planned { contact = replaced.actual }
+        var x = x
+        var y = y
+        if let replaced = substitution.point, x == replaced.planned.x, y == replaced.planned.y {
+            x = replaced.actual.x
+            y = replaced.actual.y
+        }
+        // The template's bytes, four numbers with their keys (11 bytes at most each) and the terminator.
+        let capacity = bytes.count.addingSaturating(4 * (JSONBytes.numberBound + 11) + 1)
+        let restStart = restStart
+        return bytes.withUnsafeBufferPointer { bytes in
+            JSONBytes.write(into: &buffer, capacity: capacity) { out in
+                out.raw(UnsafeBufferPointer(rebasing: bytes[..<restStart]))
+                out.integer(Int(clamping: substitution.time))
+                ActionDelivery.writeTouch(into: &out, contact: contact, x: x, y: y)
+                out.raw(UnsafeBufferPointer(rebasing: bytes[restStart...]))
+                if let terminator { out.byte(terminator) }
+            }
+        }
     }
 }
 

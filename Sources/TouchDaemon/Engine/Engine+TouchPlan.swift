@@ -43,7 +43,7 @@ struct LiftPlan: Sendable {
     /// The plan holds for lifts before this time: the engine's next deadline when it was made (nil: none).
     let validUntil: UInt64?
     /// The deliveries, in order.
-    let deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]
+    let deliveries: PlannedDeliveries
 }
 
 /// What a touch-down on each control will deliver, while no contact is down.
@@ -62,7 +62,35 @@ struct DownPlan: Sendable {
     let outcome: Scene.QuickDown
     let contact: ContactID
     let point: Point
-    let deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]
+    let deliveries: PlannedDeliveries
+}
+
+/// One delivery a plan makes, with its message's template (``MessageTemplate``), made with the plan, after a wake-up's
+/// send, so that the frame answered from it writes no more of its message than its contact, point and time.
+struct PlannedDelivery: Sendable {
+    let delivery: ActionDelivery
+    let executor: ExecutorKind
+    let template: MessageTemplate
+
+    init(_ delivery: ActionDelivery, executor: ExecutorKind) {
+        self.delivery = delivery
+        self.executor = executor
+        template = MessageTemplate(delivery)
+    }
+}
+
+/// A plan's deliveries, in order, and whether they all go to socket targets (then the input loop hands them to the
+/// socket sender as they are, templates and all).
+struct PlannedDeliveries: Sendable {
+    let items: [PlannedDelivery]
+    let socketOnly: Bool
+
+    init(_ items: [PlannedDelivery]) {
+        self.items = items
+        socketOnly = items.allSatisfy { $0.executor == .socket }
+    }
+
+    static let none = PlannedDeliveries([])
 }
 
 /// A frame answered from its plan and not yet handled: the planned deliveries (`Engine.answeredDeliveries`), what
@@ -111,20 +139,18 @@ extension Engine {
 
     /// The engine's own path, on a copy: `events` handled as the input loop hands them over. The deliveries it made,
     /// when it took the scene's quick lane and made nothing else; nil otherwise.
-    private func deliveriesOfQuickFrame(_ events: [InputEvent], time: UInt64) -> [(
-        delivery: ActionDelivery, executor: ExecutorKind
-    )]? {
+    private func deliveriesOfQuickFrame(_ events: [InputEvent], time: UInt64) -> [PlannedDelivery]? {
         var copy = self
         var events = events
         var effects: [Effect] = []
         copy.handle(taking: &events, now: time, into: &effects)
         guard copy.scene.quickFrames == scene.quickFrames &+ 1 else { return nil }
-        var deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
+        var deliveries: [PlannedDelivery] = []
         for effect in effects {
             guard case .deliver(let delivery, let executor, true) = effect, delivery.timeMicroseconds == time else {
                 return nil
             }
-            deliveries.append((delivery, executor))
+            deliveries.append(PlannedDelivery(delivery, executor: executor))
         }
         return deliveries
     }
@@ -142,7 +168,7 @@ extension Engine {
         guard let deliveries = deliveriesOfQuickFrame(events, time: time) else { return nil }
         return LiftPlan(
             contact: contact, device: origin.device, time: time, validUntil: nextDeadline?.microseconds,
-            deliveries: deliveries)
+            deliveries: PlannedDeliveries(deliveries))
     }
 
     private func planDowns() -> DownPlans? {
@@ -187,41 +213,41 @@ extension Engine {
                 else { continue }
                 entries.append(
                     DownPlan(
-                        device: device.id, outcome: outcome, contact: contact, point: point, deliveries: deliveries))
+                        device: device.id, outcome: outcome, contact: contact, point: point,
+                        deliveries: PlannedDeliveries(deliveries)))
             }
         }
         guard !entries.isEmpty else { return nil }
         return DownPlans(sceneTime: sceneTime, validUntil: validUntil, entries: entries)
     }
 
-    /// ``answer(_:taking:deliver:)`` appending each delivery to `effects` as a `.deliver` effect from input.
+    /// ``answer(_:taking:)`` appending each planned delivery, with the frame's contact, point and time, to `effects` as
+    /// a `.deliver` effect from input.
     mutating func answer(_ plan: TouchPlan, taking events: inout [InputEvent], into effects: inout [Effect]) -> Bool {
-        answer(plan, taking: &events) { delivery, executor in
-            effects.append(.deliver(delivery, executor: executor, fromInput: true))
+        guard answer(plan, taking: &events) else { return false }
+        for planned in answeredDeliveries.items {
+            effects.append(
+                .deliver(answeredSubstitution.apply(to: planned.delivery), executor: planned.executor, fromInput: true))
         }
+        return true
     }
 
-    /// Answers `events` from `plan` when they are exactly the frame it was made for: hands each planned delivery, with
-    /// the frame's contact, point and time, to `deliver`, keeps the events for ``settle(now:into:)`` (which must follow
-    /// before anything else reaches the engine) and returns true. Otherwise changes nothing and returns false. The input
-    /// loop takes the deliveries straight into its outboxes, not as effects: each effect is one more enum built and
-    /// taken apart before the send (issue 17).
-    mutating func answer(
-        _ plan: TouchPlan, taking events: inout [InputEvent],
-        deliver: (consuming ActionDelivery, ExecutorKind) -> Void
-    ) -> Bool {
+    /// Answers `events` from `plan` when they are exactly the frame it was made for: keeps the planned deliveries in
+    /// `answeredDeliveries` and what replaces their contact, point and time in `answeredSubstitution`, for the caller
+    /// to send, keeps the events for ``settle(now:into:)`` (which must follow before anything else reaches the engine)
+    /// and returns true. Otherwise changes nothing and returns false. The input loop hands the planned deliveries to
+    /// the socket sender as they are, which writes each message from its template (issue 17).
+    mutating func answer(_ plan: TouchPlan, taking events: inout [InputEvent]) -> Bool {
         guard !hasAnsweredTouch, events.count == 2, case .touch(let touch) = events[0],
             case .touch(let frame) = events[1], frame.kind == .frame, frame.device == touch.device
         else { return false }
-        let deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]
-        let substitution: AnsweredTouch.Substitution
         switch plan {
         case .lift(let lift):
             guard touch.kind == .up, touch.device == lift.device, touch.seatSlot == lift.contact,
                 frame.time >= lift.time, lift.validUntil.map({ frame.time < $0 }) ?? true
             else { return false }
-            deliveries = lift.deliveries
-            substitution = .init(time: frame.time, contact: nil, point: nil)
+            answeredDeliveries = lift.deliveries
+            answeredSubstitution = .init(time: frame.time, contact: nil, point: nil)
         case .downs(let downs):
             // The point as the router maps it, and the outcome the scene would give it.
             guard touch.kind == .down, frame.time >= downs.sceneTime, downs.validUntil.map({ frame.time < $0 }) ?? true,
@@ -230,20 +256,14 @@ extension Engine {
                 outcome.control != nil,
                 let entry = downs.entries.first(where: { $0.device == touch.device && $0.outcome == outcome })
             else { return false }
-            deliveries = entry.deliveries
-            substitution = .init(
+            answeredDeliveries = entry.deliveries
+            answeredSubstitution = .init(
                 time: frame.time, contact: (entry.contact, touch.seatSlot), point: (entry.point, point))
         }
-        // Nothing allocated before the send: the deliveries go straight to `deliver`, and the events' array is swapped
-        // with the one the last answered frame left (a copy would share the buffer, and emptying `events` would then
-        // allocate a new one).
-        for (delivery, executor) in deliveries {
-            deliver(substitution.apply(to: delivery), executor)
-        }
+        // The events' array is swapped with the one the last answered frame left (a copy would share the buffer, and
+        // emptying `events` would then allocate a new one).
         statistics.touchesAnswered &+= 1
         swap(&events, &answeredEvents)
-        answeredDeliveries = deliveries
-        answeredSubstitution = substitution
         hasAnsweredTouch = true
         return true
     }
@@ -255,8 +275,8 @@ extension Engine {
         guard hasAnsweredTouch else { return }
         hasAnsweredTouch = false
         let substitution = answeredSubstitution
-        let planned = answeredDeliveries
-        answeredDeliveries = []
+        let planned = answeredDeliveries.items
+        answeredDeliveries = .none
         var handled: [Effect] = []
         // Taken out of the engine while it handles them, and put back emptied, its room kept.
         var events = answeredEvents

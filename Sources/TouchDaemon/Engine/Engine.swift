@@ -128,7 +128,7 @@ struct Engine {
     /// Whether a frame was answered from its plan and not yet handled (Engine+TouchPlan.swift).
     var hasAnsweredTouch = false
     /// The answered frame's planned deliveries and what replaced their contact, point and time.
-    var answeredDeliveries: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
+    var answeredDeliveries = PlannedDeliveries.none
     var answeredSubstitution = AnsweredTouch.Substitution(time: 0, contact: nil, point: nil)
     /// The events of the frame answered last, handed over by swapping arrays: emptied (room kept) when it is handled.
     var answeredEvents: [InputEvent] = []

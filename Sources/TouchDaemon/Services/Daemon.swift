@@ -177,14 +177,11 @@ final class Daemon {
                 StepTimes.mark(.inputBegins)
                 input.dispatch(into: &events)
                 StepTimes.mark(.decoded)
-                // A planned frame's deliveries go straight into the outboxes, not through effects.
-                if let plan = touchPlan,
-                    engine.answer(plan, taking: &events, deliver: { file($0, to: $1, fromInput: true) })
-                {
+                if let plan = touchPlan, engine.answer(plan, taking: &events) {
                     // The planned frame's messages go first; the engine handles the frame after they have gone.
                     StepTimes.markAnswered(lift: plan.isLift)
                     StepTimes.mark(.performed)
-                    handOver()
+                    sendAnswered()
                     engine.settle(now: wokeAt, into: &effects)
                     perform(taking: &effects)
                 } else {
@@ -301,6 +298,23 @@ final class Daemon {
         }
     }
 
+    /// Sends the deliveries of the frame the engine answered from its plan (Engine+TouchPlan.swift), with the frame's
+    /// contact, point and time: when they all go to socket targets, straight to the socket sender, which writes each
+    /// message from its template; otherwise through the outboxes, as the engine's other deliveries go.
+    private func sendAnswered() {
+        let planned = engine.answeredDeliveries
+        let substitution = engine.answeredSubstitution
+        if planned.socketOnly {
+            executors.sockets.submit(planned: planned.items, substituting: substitution)
+            for _ in planned.items.indices { inputTimes.append(substitution.time) }
+        } else {
+            for item in planned.items {
+                file(substitution.apply(to: item.delivery), to: item.executor, fromInput: true)
+            }
+        }
+        handOver()
+    }
+
     /// Files a delivery in its executor's outbox for the hand-over, with its time when input caused it.
     private func file(_ delivery: consuming ActionDelivery, to executor: ExecutorKind, fromInput: Bool) {
         // The time first: then the delivery's last use is the append, which takes it without a copy.
@@ -318,10 +332,13 @@ final class Daemon {
     private func handOver() {
         if !socketOutbox.isEmpty || !commandOutbox.isEmpty {
             executors.submit(sockets: socketOutbox, commands: commandOutbox)
-            StepTimes.wakeUpHandedOver(kernelToPoll: inputTimes.first.map { wokeAt.saturatingSubtract($0) })
-            let now = monotonicMicroseconds()
             socketOutbox.removeAllKeepingCapacity()
             commandOutbox.removeAllKeepingCapacity()
+        }
+        // The figures of what input caused: also of an answered frame's messages, which the socket sender took straight.
+        if !inputTimes.isEmpty {
+            StepTimes.wakeUpHandedOver(kernelToPoll: inputTimes.first.map { wokeAt.saturatingSubtract($0) })
+            let now = monotonicMicroseconds()
             for time in inputTimes {
                 processing.record(now.saturatingSubtract(time))
                 handling.record(now.saturatingSubtract(wokeAt))
