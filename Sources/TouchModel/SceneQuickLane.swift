@@ -75,6 +75,121 @@ extension Scene {
         return QuickDown(control: hit, recognizers: seeing, tapCount: slots[hit].taps.count(at: location, time: time))
     }
 
+    /// A rectangle on a control where every touch-down in the quick lane has the same outcome, and that outcome: what
+    /// ``quickDown(at:time:)`` answers for any point inside it (``QuickDownArea/contains(_:at:)``) while the scene stays
+    /// as it is. Engine+TouchPlan.swift in the daemon answers a touch-down from its plan with one comparison instead of
+    /// the hit-test and the recognizers' questions.
+    public struct QuickDownArea: Hashable, Sendable {
+        /// Half-open bounds, as ``Rect/contains(_:)`` takes them.
+        public var minX: Double
+        public var minY: Double
+        public var maxX: Double
+        public var maxY: Double
+        public var outcome: QuickDown
+        /// The control's last tap's repeat window closes then: the outcome holds for touch-downs after it.
+        public var repeatWindowEnd: Instant?
+
+        /// Whether a touch-down at `point` at `time` has ``outcome`` (given a time not earlier than the scene's).
+        public func contains(_ point: Point, at time: Instant) -> Bool {
+            point.x >= minX && point.x < maxX && point.y >= minY && point.y < maxY
+                && (repeatWindowEnd.map { time > $0 } ?? true)
+        }
+    }
+
+    /// The ``QuickDownArea`` of control `index`, when the scene can be sure of one: the control is a rectangle (a button
+    /// or a toggle the quick lane takes), every group it lies in a rectangle or no clip, no control above it comes
+    /// near it, and each recognizer's region (a rectangle, or any shape far enough away) holds the area or misses it,
+    /// with each that sees it failing at once everywhere in it (a swipe from an edge it stays clear of). Nil otherwise;
+    /// then only ``quickDown(at:time:)`` can tell.
+    public func quickDownArea(ofControl index: Int) -> QuickDownArea? {
+        guard slots.indices.contains(index), case .rect(let rect) = slots[index].control.shape else { return nil }
+        let windowEnd = slots[index].taps.repeatWindowEnd
+        // A first tap, as every touch-down after the repeat window is.
+        var probeTime = now
+        if let end = windowEnd, end >= probeTime {
+            guard end.microseconds < UInt64.max else { return nil }
+            probeTime = Instant(microseconds: end.microseconds + 1)
+        }
+        var area = (minX: rect.minX, minY: rect.minY, maxX: rect.maxX, maxY: rect.maxY)
+        for group in slots[index].ancestors {
+            switch groups[group].shape {
+            case nil: continue
+            case .rect(let clip)?:
+                area = (
+                    Swift.max(area.minX, clip.minX), Swift.max(area.minY, clip.minY), Swift.min(area.maxX, clip.maxX),
+                    Swift.min(area.maxY, clip.maxY)
+                )
+            case .circle?, .polygon?: return nil
+            }
+        }
+        guard area.minX < area.maxX, area.minY < area.maxY else { return nil }
+        let probe = Point(x: area.minX, y: area.minY)
+        guard let outcome = quickDown(at: probe, time: probeTime), outcome.control == index, outcome.tapCount == 1
+        else { return nil }
+        /// Whether no point of the area lies in `rect` (both half-open).
+        func misses(_ rect: Rect) -> Bool {
+            area.maxX <= rect.minX || area.minX >= rect.maxX || area.maxY <= rect.minY || area.minY >= rect.maxY
+        }
+        /// Whether `shape` holds no point of the area: a rectangle exactly, another shape when its bounding box lies
+        /// at least a pixel away (room for a circle's or a polygon's edge).
+        func misses(_ shape: Shape) -> Bool {
+            if case .rect(let rect) = shape { return misses(rect) }
+            let box = shape.boundingBox
+            return box.maxX + 1 < area.minX || box.minX - 1 > area.maxX || box.maxY + 1 < area.minY
+                || box.minY - 1 > area.maxY
+        }
+        // No touchable control above this one (earlier in the hit-test's order) may hold a point of the area.
+        let z = slots[index].control.z
+        for other in slots.indices where other != index && !slots[other].isRemoved && isTouchable(other) {
+            let otherZ = slots[other].control.z
+            guard otherZ > z || (otherZ == z && other > index) else { continue }
+            guard misses(slots[other].control.shape) else { return nil }
+        }
+        // Each watching recognizer sees all of the area or none of it, and fails at once wherever it sees it.
+        var seeing: UInt64 = 0
+        for recognizer in recognizers.indices where isWatching(recognizer) {
+            let sees: Bool
+            switch recognizers[recognizer].region {
+            case nil: sees = true
+            case .rect(let region)?
+            where area.minX >= region.minX && area.maxX <= region.maxX && area.minY >= region.minY
+                && area.maxY <= region.maxY:
+                sees = true
+            case let region?:
+                guard misses(region) else { return nil }
+                sees = false
+            }
+            guard sees else { continue }
+            guard
+                failsFirstTouchEverywhere(
+                    recognizers[recognizer].recognizer, minX: area.minX, minY: area.minY,
+                    maxX: area.maxX, maxY: area.maxY)
+            else { return nil }
+            seeing |= 1 << UInt64(recognizer)
+        }
+        guard seeing == outcome.recognizers else { return nil }
+        return QuickDownArea(
+            minX: area.minX, minY: area.minY, maxX: area.maxX, maxY: area.maxY, outcome: outcome,
+            repeatWindowEnd: windowEnd)
+    }
+
+    /// Whether `recognizer` fails at once on a touch-down anywhere in the half-open bounds: a swipe from an edge that
+    /// every such point stays more than the margin away from (``GestureProgress/failsFirstTouch(at:for:)``).
+    private func failsFirstTouchEverywhere(
+        _ recognizer: GestureRecognizer, minX: Double, minY: Double, maxX: Double, maxY: Double
+    ) -> Bool {
+        guard recognizer.fingers >= 1 else { return true }
+        guard case .swipe(let swipe) = recognizer.kind, let edge = swipe.edge else { return false }
+        // `Edge.holds` subtracts a point's coordinate from an edge's or the other way round: monotonic, so the point of
+        // the bounds nearest the edge decides for all of them (a right or bottom one is below the open bound).
+        switch edge.side {
+        case .left: return minX - edge.bounds.minX > edge.margin
+        case .right: return edge.bounds.maxX - maxX > edge.margin
+        case .top: return minY - edge.bounds.minY > edge.margin
+        case .bottom: return edge.bounds.maxY - maxY > edge.margin
+        }
+    }
+
     /// How many controls the scene has (removed ones included: an index stays the same while the scene lives).
     public var controlSlotCount: Int { slots.count }
 

@@ -22,6 +22,8 @@ struct TouchPlanTests {
         var answeredLifts = 0
         /// Planned deliveries whose template was filled in and compared.
         var templatesChecked = 0
+        /// Touch-downs answered inside a control's quick touch-down area (without asking the scene).
+        var answeredInAreas = 0
 
         init(_ text: String) throws {
             let configuration = try EngineTests.load(text)
@@ -41,6 +43,12 @@ struct TouchPlanTests {
             var plannedEvents = events
             if let plan, planned.answer(plan, taking: &plannedEvents, into: &plannedEffects) {
                 if case .lift = plan { answeredLifts += 1 } else { answeredDowns += 1 }
+                if case .downs(let downs) = plan, let point = planned.answeredSubstitution.point?.actual {
+                    let time = Instant(microseconds: planned.answeredSubstitution.time)
+                    if downs.entries.contains(where: { $0.area?.contains(point, at: time) == true }) {
+                        answeredInAreas += 1
+                    }
+                }
                 // What the socket sender writes from the templates is what the substituted deliveries would write.
                 for item in planned.answeredDeliveries.items {
                     for terminator: UInt8? in [nil, UInt8(ascii: "\n")] {
@@ -129,6 +137,7 @@ struct TouchPlanTests {
         var answeredLifts = 0
         var answeredDowns = 0
         var templatesChecked = 0
+        var answeredInAreas = 0
         var lifts = 0
         var firstDowns = 0
         for _ in 0..<40 {
@@ -191,6 +200,7 @@ struct TouchPlanTests {
             answeredLifts += pair.answeredLifts
             answeredDowns += pair.answeredDowns
             templatesChecked += pair.templatesChecked
+            answeredInAreas += pair.answeredInAreas
         }
         // Most answered frames send something (a lift off every control sends nothing).
         #expect(
@@ -208,6 +218,10 @@ struct TouchPlanTests {
                 answeredDowns > firstDowns / 10, "\(name): \(answeredDowns) of \(firstDowns) first touch-downs answered"
             )
             #expect(answeredDowns < firstDowns, "\(name): every first touch-down answered")
+            // Most from a control's area, where the scene is not asked.
+            #expect(
+                answeredInAreas > answeredDowns / 2,
+                "\(name): \(answeredInAreas) of \(answeredDowns) answered touch-downs inside an area")
         }
     }
 
@@ -223,8 +237,9 @@ struct TouchPlanTests {
             Issue.record("no touch-down plans while no finger is down")
             return
         }
-        // One plan per control that a touch can land on: a and b.
+        // One plan per control that a touch can land on: a and b, each with its area.
         #expect(downs.entries.map { $0.deliveries.items.map(\.delivery.control) } == [["a"], ["b"]])
+        #expect(downs.entries.allSatisfy { $0.area != nil })
         let answeredDown = pair.input(down, loopNow: pair.now + 300)
         #expect(pair.answeredDowns == 1)
         let sent = try #require(Self.deliveries(answeredDown.planned).first)

@@ -254,6 +254,130 @@ struct QuickLaneTests {
         #expect(taken < frames, "the quick lane took every frame (\(frames))")
     }
 
+    /// Scenes made to trip ``Scene/quickDownArea(ofControl:)``: rectangles, circles and triangles overlapping at
+    /// random heights, a clipping group (a rectangle or a circle), and recognizers with regions of every shape and
+    /// edges on every side.
+    static func areaScene(seed: UInt64) throws -> Scene {
+        var random = PropertyTestRandom(seed: seed ^ 0xA7EA_5CE2)
+        var table = TargetActionTable()
+        table.add(target: .target("sink"), action: "any", for: .allEvents)
+        func rect() -> Rect {
+            Rect(
+                x: random.unit() * 700, y: random.unit() * 500, width: 10 + random.unit() * 250,
+                height: 10 + random.unit() * 200)
+        }
+        func shape() -> Shape {
+            switch random.int(0..<8) {
+            case 0:
+                return .circle(
+                    Circle(
+                        center: Point(x: random.unit() * 800, y: random.unit() * 600), radius: 10 + random.unit() * 80))
+            case 1:
+                let corner = Point(x: random.unit() * 700, y: random.unit() * 500)
+                return .polygon(
+                    Polygon(vertices: [
+                        corner, Point(x: corner.x + 100, y: corner.y), Point(x: corner.x, y: corner.y + 100),
+                    ]))
+            default: return .rect(rect())
+            }
+        }
+        var controls: [Control] = []
+        let parents: [String?] = [nil, nil, "clip", "free"]
+        for index in 0..<(3 + random.int(0..<8)) {
+            let kind: Control.Kind =
+                random.chance(0.15) ? .toggle : random.chance(0.1) ? .slider(Control.Slider()) : .button
+            controls.append(
+                Control(
+                    id: "c\(index)", kind: kind, shape: shape(), parent: parents[random.int(0..<parents.count)],
+                    z: random.int(0..<3), actions: table))
+        }
+        var gestures: [GestureRecognizer] = []
+        for index in 0..<random.int(0..<4) {
+            let kind: GestureRecognizer.Kind
+            if random.chance(0.8) {
+                let sides = GestureRecognizer.Edge.Side.allCases
+                kind = .swipe(
+                    GestureRecognizer.Swipe(
+                        directions: .all, minimumDistance: 40,
+                        edge: GestureRecognizer.Edge(
+                            side: sides[random.int(0..<sides.count)], margin: 10 + random.unit() * 150,
+                            bounds: Rect(x: 0, y: 0, width: 800, height: 600))))
+            } else {
+                kind = .tap(GestureRecognizer.Tap())
+            }
+            var gesture = GestureRecognizer(
+                id: "g\(index)", kind: kind, shape: random.chance(0.6) ? shape() : nil)
+            gesture.add(target: .target("sink"), action: "any", for: [.recognized, .ended])
+            gestures.append(gesture)
+        }
+        let clip: Shape =
+            random.chance(0.2)
+            ? .circle(Circle(center: Point(x: 400, y: 300), radius: 300)) : .rect(rect().outset(by: 150))
+        return try Scene(
+            controls: controls, gestures: gestures, groups: [Group(id: "clip", shape: clip), Group(id: "free")],
+            targets: [Target(name: "sink", actions: .all)])
+    }
+
+    /// Every control's quick touch-down area (``Scene/quickDownArea(ofControl:)``), in random scenes made to trip it,
+    /// between random taps (which open repeat windows): a touch-down at points inside it (its corners, its far edges
+    /// just inside, random ones), at times after its repeat window, has the area's outcome, and the area does not
+    /// hold at its window's end; and areas were found often enough to mean something.
+    @Test("a quick touch-down area answers what quickDown answers at every point inside it", arguments: 0..<cases)
+    func quickDownAreasAgree(batch: Int) throws {
+        var checked = 0
+        var areas = 0
+        var failures: [String] = []
+        for index in 0..<(Self.sequencesPerCase * 4) {
+            let seed = UInt64(batch * Self.sequencesPerCase * 4 + index)
+            var scene = try Self.areaScene(seed: seed)
+            var random = PropertyTestRandom(seed: seed ^ 0xA2EA)
+            var time: UInt64 = 0
+            for step in 0..<12 {
+                for control in 0..<scene.controlSlotCount {
+                    guard let area = scene.quickDownArea(ofControl: control) else { continue }
+                    areas += 1
+                    let inside = area.maxX.nextDown
+                    let bottom = area.maxY.nextDown
+                    var points = [
+                        Point(x: area.minX, y: area.minY), Point(x: inside, y: area.minY),
+                        Point(x: area.minX, y: bottom), Point(x: inside, y: bottom),
+                    ]
+                    for _ in 0..<8 {
+                        points.append(
+                            Point(
+                                x: area.minX + random.unit() * (area.maxX - area.minX),
+                                y: area.minY + random.unit() * (area.maxY - area.minY)))
+                    }
+                    let first = Swift.max(scene.now.microseconds, (area.repeatWindowEnd?.microseconds ?? 0) &+ 1)
+                    for point in points {
+                        let at = Instant(microseconds: first &+ UInt64(random.int(0..<2_000_000)))
+                        guard area.contains(point, at: at) else { continue }
+                        checked += 1
+                        let outcome = scene.quickDown(at: point, time: at)
+                        if outcome != area.outcome {
+                            failures.append(
+                                "seed \(seed) step \(step) control \(control) at \(point): "
+                                    + "\(String(describing: outcome)) against the area's \(area.outcome)")
+                        }
+                    }
+                    if let end = area.repeatWindowEnd, area.contains(points[0], at: end) {
+                        failures.append("seed \(seed) step \(step): the area holds at its repeat window's end \(end)")
+                    }
+                }
+                // A tap somewhere, or on a control's area, to open a repeat window.
+                time += UInt64(random.int(0..<400_000))
+                let point = Point(x: random.unit() * 800, y: random.unit() * 600)
+                _ = scene.handle(Frame(time: Instant(microseconds: time), samples: [.began(0, at: point)]))
+                time += 50_000
+                _ = scene.handle(Frame(time: Instant(microseconds: time), samples: [.ended(0, at: point)]))
+            }
+            if !failures.isEmpty { break }
+        }
+        expectNoFailures(failures)
+        #expect(areas > 500, "only \(areas) areas found")
+        #expect(checked > 5_000, "only \(checked) points checked")
+    }
+
     @Test(
         "a tap on a button beside an edge swipe takes the lane both ways, and a tap in a recognizer's region does not")
     func whichFramesTakeTheLane() throws {

@@ -60,6 +60,9 @@ struct DownPlans: Sendable {
 struct DownPlan: Sendable {
     let device: Int
     let outcome: Scene.QuickDown
+    /// Where on the control a touch-down has `outcome` for sure (`Scene.quickDownArea`), when the scene can tell: such a
+    /// touch-down is answered without asking the scene.
+    let area: Scene.QuickDownArea?
     let contact: ContactID
     let point: Point
     let deliveries: PlannedDeliveries
@@ -211,9 +214,10 @@ extension Engine {
                                 || (delivery.x == point.x && delivery.y == point.y))
                     })
                 else { continue }
+                let area = scene.quickDownArea(ofControl: control).flatMap { $0.outcome == outcome ? $0 : nil }
                 entries.append(
                     DownPlan(
-                        device: device.id, outcome: outcome, contact: contact, point: point,
+                        device: device.id, outcome: outcome, area: area, contact: contact, point: point,
                         deliveries: PlannedDeliveries(deliveries)))
             }
         }
@@ -249,13 +253,23 @@ extension Engine {
             answeredDeliveries = lift.deliveries
             answeredSubstitution = .init(time: frame.time, contact: nil, point: nil)
         case .downs(let downs):
-            // The point as the router maps it, and the outcome the scene would give it.
+            // The point as the router maps it, and the outcome the scene would give it: from a control's area when the
+            // point lies in one, else from the scene.
             guard touch.kind == .down, frame.time >= downs.sceneTime, downs.validUntil.map({ frame.time < $0 }) ?? true,
-                let x = touch.x, let y = touch.y, let point = router.mapper(for: touch.device)?.map(x: x, y: y),
-                let outcome = scene.quickDown(at: point, time: Instant(microseconds: frame.time)),
-                outcome.control != nil,
-                let entry = downs.entries.first(where: { $0.device == touch.device && $0.outcome == outcome })
+                let x = touch.x, let y = touch.y, let point = router.mapper(for: touch.device)?.map(x: x, y: y)
             else { return false }
+            let time = Instant(microseconds: frame.time)
+            let entry: DownPlan
+            if let inArea = downs.entries.first(where: {
+                $0.device == touch.device && $0.area?.contains(point, at: time) == true
+            }) {
+                entry = inArea
+            } else {
+                guard let outcome = scene.quickDown(at: point, time: time), outcome.control != nil,
+                    let matching = downs.entries.first(where: { $0.device == touch.device && $0.outcome == outcome })
+                else { return false }
+                entry = matching
+            }
             answeredDeliveries = entry.deliveries
             answeredSubstitution = .init(
                 time: frame.time, contact: (entry.contact, touch.seatSlot), point: (entry.point, point))
