@@ -164,6 +164,10 @@ public struct TapCounter: Hashable, Sendable {
         return last.count == Int.max ? last.count : last.count + 1
     }
 
+    /// Where the last tap went down; nil without one. Within its repeat window a touch-down farther than `slop` from it
+    /// is a first tap too.
+    public var lastTapLocation: Point? { lastTap?.location }
+
     /// When the last tap's repeat window closes (after it, every touch-down is a first tap); nil without one.
     public var repeatWindowEnd: Instant? {
         lastTap.map { $0.lift.advanced(by: interval) }

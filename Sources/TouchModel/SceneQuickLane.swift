@@ -86,13 +86,19 @@ extension Scene {
         public var maxX: Double
         public var maxY: Double
         public var outcome: QuickDown
-        /// The control's last tap's repeat window closes then: the outcome holds for touch-downs after it.
+        /// The control's last tap's repeat window closes then: the outcome holds for touch-downs after it, and within
+        /// it for those farther than `repeatSlop` from where that tap went down (`repeatFrom`), which are first taps too.
         public var repeatWindowEnd: Instant?
+        public var repeatFrom: Point?
+        public var repeatSlop: Double
 
         /// Whether a touch-down at `point` at `time` has ``outcome`` (given a time not earlier than the scene's).
         public func contains(_ point: Point, at time: Instant) -> Bool {
-            point.x >= minX && point.x < maxX && point.y >= minY && point.y < maxY
-                && (repeatWindowEnd.map { time > $0 } ?? true)
+            guard point.x >= minX && point.x < maxX && point.y >= minY && point.y < maxY else { return false }
+            guard let end = repeatWindowEnd, time <= end else { return true }
+            // TapCounter.count(at:time:)'s own comparison, negated: a repeat is at most the slop away.
+            guard let from = repeatFrom else { return false }
+            return !(point.distance(to: from) <= repeatSlop)
         }
     }
 
@@ -170,7 +176,8 @@ extension Scene {
         guard seeing == outcome.recognizers else { return nil }
         return QuickDownArea(
             minX: area.minX, minY: area.minY, maxX: area.maxX, maxY: area.maxY, outcome: outcome,
-            repeatWindowEnd: windowEnd)
+            repeatWindowEnd: windowEnd, repeatFrom: slots[index].taps.lastTapLocation,
+            repeatSlop: slots[index].taps.slop)
     }
 
     /// Whether `recognizer` fails at once on a touch-down anywhere in the half-open bounds: a swipe from an edge that

@@ -325,6 +325,7 @@ struct QuickLaneTests {
     @Test("a quick touch-down area answers what quickDown answers at every point inside it", arguments: 0..<cases)
     func quickDownAreasAgree(batch: Int) throws {
         var checked = 0
+        var checkedInWindow = 0
         var areas = 0
         var failures: [String] = []
         for index in 0..<(Self.sequencesPerCase * 4) {
@@ -348,11 +349,20 @@ struct QuickLaneTests {
                                 x: area.minX + random.unit() * (area.maxX - area.minX),
                                 y: area.minY + random.unit() * (area.maxY - area.minY)))
                     }
-                    let first = Swift.max(scene.now.microseconds, (area.repeatWindowEnd?.microseconds ?? 0) &+ 1)
+                    if let from = area.repeatFrom { points.append(from) }
                     for point in points {
-                        let at = Instant(microseconds: first &+ UInt64(random.int(0..<2_000_000)))
+                        // Within the repeat window (where only a point farther than the slop from the last tap is in
+                        // the area), at its end, or after it.
+                        let end = area.repeatWindowEnd?.microseconds ?? scene.now.microseconds
+                        let at = Instant(
+                            microseconds: random.chance(0.5)
+                                ? scene.now.microseconds &+ UInt64(random.int(0..<400_000))
+                                : random.chance(0.2)
+                                    ? Swift.max(end, scene.now.microseconds)
+                                    : Swift.max(end &+ 1, scene.now.microseconds) &+ UInt64(random.int(0..<2_000_000)))
                         guard area.contains(point, at: at) else { continue }
                         checked += 1
+                        if let end = area.repeatWindowEnd, at <= end { checkedInWindow += 1 }
                         let outcome = scene.quickDown(at: point, time: at)
                         if outcome != area.outcome {
                             failures.append(
@@ -360,8 +370,9 @@ struct QuickLaneTests {
                                     + "\(String(describing: outcome)) against the area's \(area.outcome)")
                         }
                     }
-                    if let end = area.repeatWindowEnd, area.contains(points[0], at: end) {
-                        failures.append("seed \(seed) step \(step): the area holds at its repeat window's end \(end)")
+                    // Where the last tap went down, within its window: a repeat, never in the area.
+                    if let end = area.repeatWindowEnd, let from = area.repeatFrom, area.contains(from, at: end) {
+                        failures.append("seed \(seed) step \(step): the area holds a repeat at \(from), \(end)")
                     }
                 }
                 // A tap somewhere, or on a control's area, to open a repeat window.
@@ -376,6 +387,7 @@ struct QuickLaneTests {
         expectNoFailures(failures)
         #expect(areas > 500, "only \(areas) areas found")
         #expect(checked > 5_000, "only \(checked) points checked")
+        #expect(checkedInWindow > 200, "only \(checkedInWindow) points checked within a repeat window")
     }
 
     @Test(
