@@ -1,5 +1,5 @@
-// Linux interfaces that Swift's Glibc module does not import: signalfd(2) for the input loop's signals and
-// eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, and tgkill(2) and
+// Linux interfaces that Swift's Glibc module does not import: signalfd(2) for the input loop's signals, epoll(7) for its
+// wait, eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, and tgkill(2) and
 // sigaction(2) for SignalChannel's forwarding handler, and the cycle counter for step-times builds. Header-only; the
 // daemon's Services, Actions, Input and Engine layers import it.
 #ifndef TOUCHD_CLINUX_SHIM_H
@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -14,6 +15,34 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+/// A new epoll instance, closed on exec; -1 with errno on failure.
+static inline int touchd_epoll_create(void) {
+    return epoll_create1(EPOLL_CLOEXEC);
+}
+
+/// Adds `fd` to the epoll instance for reading, as descriptor number `index` (0–63) of `touchd_epoll_wait`'s mask.
+static inline int touchd_epoll_add(int epoll, int fd, unsigned index) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = EPOLLIN;
+    event.data.u64 = index;
+    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
+}
+
+/// Waits up to `timeout` milliseconds (-1: no limit) as epoll_wait(2) does, and sets bit `index` of `ready` for each
+/// descriptor that is ready (readable, or in error or hung up, as poll(2)'s revents would say). Returns epoll_wait's
+/// result: how many are ready, 0 on a timeout, -1 with errno. The events stay in C: struct epoll_event is packed.
+static inline int touchd_epoll_wait(int epoll, unsigned long long *ready, int timeout) {
+    struct epoll_event events[16];
+    int count = epoll_wait(epoll, events, 16, timeout);
+    unsigned long long mask = 0;
+    for (int i = 0; i < count; i++) {
+        if (events[i].data.u64 < 64) mask |= 1ull << events[i].data.u64;
+    }
+    *ready = mask;
+    return count;
+}
 
 /// Names the calling thread (at most 15 bytes show), as `top -H` and `/proc/PID/task/TID/comm` show it.
 /// prctl(2) is variadic, which Swift cannot call directly.

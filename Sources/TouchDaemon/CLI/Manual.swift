@@ -130,7 +130,8 @@ enum Manual {
             run: its event loop failed.
             .TP
             .B 71
-            run: the operating system refused something touchd needs at start (signal handling, a thread).
+            run: the operating system refused something touchd needs at start (signal handling, a thread, the input
+            loop's epoll instance).
             .TP
             .B 73
             render: the output file cannot be written.

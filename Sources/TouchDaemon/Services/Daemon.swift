@@ -110,24 +110,30 @@ final class Daemon {
         }
 
         _ = suspendWatch.check(monotonic: monotonicMicroseconds(), boottime: boottimeMicroseconds())
-        var descriptors = [
-            pollfd(fd: input.fileDescriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: signals.fileDescriptor, events: Int16(POLLIN), revents: 0),
-        ]
+        // The descriptors' places in the wait's mask: the input first, then the signals, then what this run has.
+        var descriptors = [input.fileDescriptor, signals.fileDescriptor]
         var controlIndex: Int?
         if let control {
             controlIndex = descriptors.count
-            descriptors.append(pollfd(fd: control.noteFileDescriptor, events: Int16(POLLIN), revents: 0))
+            descriptors.append(control.noteFileDescriptor)
         }
         var monitorIndex: Int?
         if let monitor = input.monitorFileDescriptor {
             monitorIndex = descriptors.count
-            descriptors.append(pollfd(fd: monitor, events: Int16(POLLIN), revents: 0))
+            descriptors.append(monitor)
         }
         var lockIndex: Int?
         if let instanceLock {
             lockIndex = descriptors.count
-            descriptors.append(pollfd(fd: instanceLock.fileDescriptor, events: Int16(POLLIN), revents: 0))
+            descriptors.append(instanceLock.fileDescriptor)
+        }
+        let waiting: ReadyWait
+        do {
+            waiting = try ReadyWait(descriptors)
+        } catch {
+            logger.critical("cannot set up the input loop's wait: \(error)")
+            notifier.notify(["STATUS=cannot set up the input loop's wait: \(error)", "ERRNO=\(error.errno)"])
+            return 71  // EX_OSERR
         }
         // One array of events and one of effects for every wake-up, emptied with their room kept: a touch's path
         // makes and frees neither (issue 17).
@@ -145,11 +151,11 @@ final class Daemon {
             pingWatchdogIfDue()
             let wait = timeout()
             StepTimes.sleeping()
-            let ready = poll(&descriptors, nfds_t(descriptors.count), wait)
+            let ready = waiting.wait(timeout: wait)
             StepTimes.mark(.woke)
             wokeAt = monotonicMicroseconds()
-            if ready < 0 && errno != EINTR {
-                logger.critical("poll failed: \(LibinputContext.errnoText())")
+            if ready.count < 0 && errno != EINTR {
+                logger.critical("epoll_wait failed: \(LibinputContext.errnoText())")
                 return 70  // EX_SOFTWARE
             }
             // Before the input that woke us: it may be the release of a finger that lifted while the system slept.
@@ -158,7 +164,7 @@ final class Daemon {
                 reachedEngine = true
                 perform(engine.resumed(afterSleeping: asleep, now: wokeAt))
             }
-            if descriptors[1].revents != 0 {
+            if ready.contains(1) {
                 touchPlan = nil
                 reachedEngine = true
                 var stop = false
@@ -172,7 +178,7 @@ final class Daemon {
                     rescanIfNoTouchscreen()
                 }
             }
-            if descriptors[0].revents != 0 {
+            if ready.contains(0) {
                 reachedEngine = true
                 StepTimes.mark(.inputBegins)
                 input.dispatch(into: &events)
@@ -194,7 +200,7 @@ final class Daemon {
                     handOver()
                 }
             }
-            if let index = monitorIndex, descriptors[index].revents != 0 {
+            if let index = monitorIndex, ready.contains(index) {
                 reachedEngine = true
                 // An input device came or went. libinput got the same uevent at the same moment: dispatch it first so
                 // that a device it takes is known before the comparison.
@@ -203,9 +209,9 @@ final class Daemon {
                 perform(engine.unusableTouchscreens(input.unusableTouchscreens()))
             }
             // A second instance asked who holds the seat (it read our pid from the connection).
-            if let index = lockIndex, descriptors[index].revents != 0 { instanceLock?.drain() }
+            if let index = lockIndex, ready.contains(index) { instanceLock?.drain() }
             // After the input, so that a request sees the touches that came with it.
-            if let index = controlIndex, descriptors[index].revents != 0 {
+            if let index = controlIndex, ready.contains(index) {
                 reachedEngine = true
                 handleControlNotes()
             }
