@@ -106,9 +106,13 @@ extension Scene {
     /// or a toggle the quick lane takes), every group it lies in a rectangle or no clip, no control above it comes
     /// near it, and each recognizer's region (a rectangle, or any shape far enough away) holds the area or misses it,
     /// with each that sees it failing at once everywhere in it (a swipe from an edge it stays clear of). Nil otherwise;
-    /// then only ``quickDown(at:time:)`` can tell.
+    /// then only ``quickDown(at:time:)`` can tell. Nil too in a scene of more than ``quickDownAreaControlLimit``
+    /// controls: the area is checked against every other control, and the daemon asks for one per planned control
+    /// after every wake-up.
     public func quickDownArea(ofControl index: Int) -> QuickDownArea? {
-        guard slots.indices.contains(index), case .rect(let rect) = slots[index].control.shape else { return nil }
+        guard slots.count <= Self.quickDownAreaControlLimit, slots.indices.contains(index),
+            case .rect(let rect) = slots[index].control.shape
+        else { return nil }
         let windowEnd = slots[index].taps.repeatWindowEnd
         // A first tap, as every touch-down after the repeat window is.
         var probeTime = now
@@ -179,6 +183,9 @@ extension Scene {
             repeatWindowEnd: windowEnd, repeatFrom: slots[index].taps.lastTapLocation,
             repeatSlop: slots[index].taps.slop)
     }
+
+    /// The most controls (removed ones included) a scene may have for ``quickDownArea(ofControl:)`` to work one out.
+    public static let quickDownAreaControlLimit = 256
 
     /// Whether `recognizer` fails at once on a touch-down anywhere in the half-open bounds: a swipe from an edge that
     /// every such point stays more than the margin away from (``GestureProgress/failsFirstTouch(at:for:)``).

@@ -390,6 +390,29 @@ struct QuickLaneTests {
         #expect(checkedInWindow > 200, "only \(checkedInWindow) points checked within a repeat window")
     }
 
+    /// The area is checked against every other control: beyond the limit the scene works none out (the daemon asks
+    /// for one per planned control after every wake-up), and the touch-down is answered by asking the scene.
+    @Test("no quick touch-down area in a scene of more controls than the limit")
+    func quickDownAreaLimit() throws {
+        func scene(controls: Int) throws -> Scene {
+            try Scene(
+                controls: (0..<controls).map { index in
+                    Control(
+                        id: "c\(index)",
+                        shape: .rect(
+                            Rect(x: Double(index % 32) * 30, y: Double(index / 32) * 30, width: 20, height: 20))
+                    )
+                })
+        }
+        let limit = Scene.quickDownAreaControlLimit
+        let atLimit = try scene(controls: limit)
+        #expect((0..<limit).allSatisfy { atLimit.quickDownArea(ofControl: $0) != nil })
+        let over = try scene(controls: limit + 1)
+        #expect((0...limit).allSatisfy { over.quickDownArea(ofControl: $0) == nil })
+        // The scene still answers each touch-down itself.
+        #expect(over.quickDown(at: Point(x: 5, y: 5), time: over.now)?.control == 0)
+    }
+
     @Test(
         "a tap on a button beside an edge swipe takes the lane both ways, and a tap in a recognizer's region does not")
     func whichFramesTakeTheLane() throws {
