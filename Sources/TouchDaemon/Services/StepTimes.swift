@@ -25,7 +25,7 @@ enum StepTimes {
 
     /// A frame answered from its plan (Engine+TouchPlan.swift): the engine's steps are marked at once, as taking no time,
     /// so that such a wake-up counts as a sample too; `poll` → send and the answer itself (from the decoded events to
-    /// the plan's deliveries made) are also kept per kind (`answered_down_poll_to_send`, `answered_lift_poll_to_send`,
+    /// the frame's plan found) are also kept per kind (`answered_down_poll_to_send`, `answered_lift_poll_to_send`,
     /// `handled_poll_to_send`, `answer_down`, `answer_lift`).
     @inline(__always) static func markAnswered(lift: @autoclosure () -> Bool) {
         #if TOUCHD_STEP_TIMES
@@ -88,7 +88,7 @@ enum StepTimes {
             /// others apart (`answered_poll_to_send`, `handled_poll_to_send`).
             nonisolated(unsafe) static var answered: Answered = .no
             enum Answered { case no, down, lift }
-            /// Per kind of wake-up: `poll` → send, and the answer (from decoded to the plan's deliveries made).
+            /// Per kind of wake-up: `poll` → send, and the answer (from decoded to the frame's plan found).
             nonisolated(unsafe) static var pollToSend: [Answered: [UInt64]] = [:]
             nonisolated(unsafe) static var answering: [Answered: [UInt64]] = [:]
             /// The counter and the monotonic clock at the first mark, to turn counts into microseconds.
