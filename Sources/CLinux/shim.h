@@ -1,10 +1,14 @@
 // Linux interfaces that Swift's Glibc module does not import: signalfd(2) for the input loop's signals, epoll(7) for its
-// wait, eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, and tgkill(2) and
-// sigaction(2) for SignalChannel's forwarding handler, and the cycle counter for step-times builds. Header-only; the
-// daemon's Services, Actions, Input and Engine layers import it.
+// wait, eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, tgkill(2) and
+// sigaction(2) for SignalChannel's forwarding handler, sched_setscheduler(2) for the input thread's yield to the target
+// it wakes (SendYield.swift), and the cycle counter for step-times builds. Header-only; the daemon's Services, Actions,
+// Input and Engine layers import it.
 #ifndef TOUCHD_CLINUX_SHIM_H
 #define TOUCHD_CLINUX_SHIM_H
 
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -41,6 +45,63 @@ static inline int touchd_epoll_wait(int epoll, unsigned long long *ready, int ti
         if (events[i].data.u64 < 64) mask |= 1ull << events[i].data.u64;
     }
     *ready = mask;
+    return count;
+}
+
+/// Sets the calling thread's scheduling policy to SCHED_IDLE (`idle` nonzero) or back to SCHED_OTHER, keeping its nice
+/// value: 0, or -1 with errno (sched_setscheduler(2); SCHED_IDLE needs _GNU_SOURCE, hence the number).
+static inline int touchd_set_idle_policy(int idle) {
+    struct sched_param param;
+    memset(&param, 0, sizeof param);
+    return sched_setscheduler(0, idle ? 5 /* SCHED_IDLE */ : 0 /* SCHED_OTHER */, &param);
+}
+
+/// The calling thread's scheduling policy (sched_getscheduler(2)): 0 is SCHED_OTHER; -1 with errno.
+static inline int touchd_scheduling_policy(void) {
+    return sched_getscheduler(0);
+}
+
+struct touchd_idle_probe {
+    int lowered;
+    int restored;
+};
+
+static inline void *touchd_idle_probe_run(void *argument) {
+    struct touchd_idle_probe *probe = (struct touchd_idle_probe *)argument;
+    probe->lowered = touchd_set_idle_policy(1) == 0 ? 0 : errno;
+    if (probe->lowered == 0) probe->restored = touchd_set_idle_policy(0) == 0 ? 0 : errno;
+    return NULL;
+}
+
+/// Whether a thread of this process can go to SCHED_IDLE and come back to SCHED_OTHER, tried on a thread of its own
+/// (one that could go but not come back just ends). 0 when both worked; else the errno of the step that failed, in
+/// `*step`: 1 going to SCHED_IDLE, 2 coming back, 0 creating the thread.
+static inline int touchd_probe_idle_policy(int *step) {
+    struct touchd_idle_probe probe = {0, 0};
+    pthread_t thread;
+    int error = pthread_create(&thread, NULL, touchd_idle_probe_run, &probe);
+    if (error != 0) {
+        *step = 0;
+        return error;
+    }
+    pthread_join(thread, NULL);
+    if (probe.lowered != 0) {
+        *step = 1;
+        return probe.lowered;
+    }
+    *step = 2;
+    return probe.restored;
+}
+
+/// How many CPUs the calling thread may run on (sched_getaffinity(2), counted here: CPU_COUNT needs _GNU_SOURCE); 0 when
+/// the call fails.
+static inline int touchd_allowed_cpu_count(void) {
+    unsigned long mask[64];
+    memset(mask, 0, sizeof mask);
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+    if (bytes <= 0) return 0;
+    int count = 0;
+    for (long i = 0; i < bytes / (long)sizeof mask[0] && i < 64; i++) count += __builtin_popcountl(mask[i]);
     return count;
 }
 

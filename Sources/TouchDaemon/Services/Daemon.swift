@@ -48,6 +48,9 @@ final class Daemon {
     @exclusivity(unchecked) private var forwardFailures = 0
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
     @exclusivity(unchecked) private var suspendWatch = SuspendWatch()
+    /// Whether the input thread sends under SCHED_IDLE, so that the target it wakes runs at once on its CPU
+    /// (SendYield.swift); found when the loop starts.
+    @exclusivity(unchecked) private var sendYield = SendYield.off
     /// When the daemon started (monotonic microseconds), for `stats`.
     let startedAt = monotonicMicroseconds()
     /// The seat's one-instance lock, held until the daemon ends; its probes are drained in the loop.
@@ -109,6 +112,19 @@ final class Daemon {
             logger.info("systemd watchdog enabled", metadata: ["interval_us": "\(interval)"])
         }
 
+        sendYield = SendYield.forCallingThread()
+        switch sendYield.state {
+        case .on:
+            logger.info("the input thread yields its CPU to each socket target it wakes (SCHED_IDLE for the send)")
+        case .notNeeded(let reason):
+            logger.info(
+                "the input thread could yield its CPU to the targets it wakes, but does not need to",
+                metadata: ["reason": "\(reason)"])
+        case .unavailable(let reason):
+            logger.notice(
+                "the input thread cannot yield its CPU to the targets it wakes: a target may be woken on another CPU",
+                metadata: ["reason": "\(reason)"])
+        }
         _ = suspendWatch.check(monotonic: monotonicMicroseconds(), boottime: boottimeMicroseconds())
         // The descriptors' places in the wait's mask: the input first, then the signals, then what this run has.
         var descriptors = [input.fileDescriptor, signals.fileDescriptor]
@@ -311,7 +327,9 @@ final class Daemon {
         let planned = engine.answeredDeliveries
         let substitution = engine.answeredSubstitution
         if planned.socketOnly {
+            let lowered = !planned.items.isEmpty && sendYield.lower()
             executors.sockets.submit(planned: planned.items, substituting: substitution)
+            if lowered { restoreAfterSend() }
             for _ in planned.items.indices { inputTimes.append(substitution.time) }
         } else {
             for item in planned.items {
@@ -337,7 +355,9 @@ final class Daemon {
     /// is read after the hand-over (in the emulated test guest a clock read is a syscall and a device read).
     private func handOver() {
         if !socketOutbox.isEmpty || !commandOutbox.isEmpty {
+            let lowered = !socketOutbox.isEmpty && sendYield.lower()
             executors.submit(sockets: socketOutbox, commands: commandOutbox)
+            if lowered { restoreAfterSend() }
             socketOutbox.removeAllKeepingCapacity()
             commandOutbox.removeAllKeepingCapacity()
         }
@@ -355,6 +375,16 @@ final class Daemon {
             control?.post(controlOutbox)
             controlOutbox.removeAllKeepingCapacity()
         }
+    }
+
+    /// The input thread back to SCHED_OTHER after a send made under SCHED_IDLE; if it cannot come back, it stops
+    /// yielding and says so.
+    private func restoreAfterSend() {
+        guard let error = sendYield.restore() else { return }
+        sendYield.turnOff(because: "\(error)")
+        logger.error(
+            "the input thread could not come back from SCHED_IDLE after a send; it stays there and no longer yields",
+            metadata: ["error": "\(error)"])
     }
 
     /// Answers every waiting control note; the responses and the events they cause go out with the batch's hand-over.
