@@ -13,6 +13,7 @@ enum UnitCheck: String, CaseIterable {
     case umaskApplies = "umask-applies"
     case notifySocketNotLeaked = "notify-socket-not-leaked"
     case journalFields = "journal-fields"
+    case sendYieldUnderSandbox = "send-yield-under-sandbox"
     case reloadApplies = "reload-applies"
     case reloadBrokenFails = "reload-broken-fails"
     case oldConfigKept = "old-config-kept"

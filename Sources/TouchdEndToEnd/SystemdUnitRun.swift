@@ -269,6 +269,8 @@ final class SystemdUnitRun {
     func checkJournal() {
         var started: JournalEntry?
         var failed: JournalEntry?
+        var yielding: JournalEntry?
+        var notYielding: JournalEntry?
         // journald files entries asynchronously: look again until both are there.
         _ = poll(until: monotonicNow() + Limits.message * 2) { () -> Bool? in
             guard case .success(let entries) = JournalEntry.read(unit: UnitPaths.service, verbose: verbose) else {
@@ -276,6 +278,11 @@ final class SystemdUnitRun {
             }
             started = entries.last { $0.message.hasPrefix("touchd started") }
             failed = entries.last { $0.message.hasPrefix("command failed") && $0["TOUCHD_TARGET"] == "fail" }
+            yielding = entries.last {
+                $0.message.hasPrefix("the input thread yields its CPU")
+                    || $0.message.hasPrefix("the input thread could yield its CPU")
+            }
+            notYielding = entries.last { $0.message.hasPrefix("the input thread cannot yield its CPU") }
             if started == nil || failed == nil { sleep(microseconds: 250_000) }
             return started != nil && failed != nil ? true : nil
         }
@@ -310,6 +317,16 @@ final class SystemdUnitRun {
             problems.append("no 'command failed' entry for the fail target in journalctl -u touchd -o json")
         }
         report.record(.journalFields, problems.isEmpty ? nil : problems.joined(separator: "; "))
+        // The unit lets the input thread send under SCHED_IDLE and come back (LimitNICE=+0, sched_setscheduler let
+        // through its filter), under DynamicUser= with no capability.
+        if let notYielding {
+            report.record(.sendYieldUnderSandbox, "touchd said: \(notYielding.message)")
+        } else if yielding == nil {
+            report.record(.sendYieldUnderSandbox, "no entry says the input thread yields (or could) in the journal")
+        } else {
+            if let yielding { report.note("journal yield entry: \(yielding.message)") }
+            report.record(.sendYieldUnderSandbox, nil)
+        }
     }
 
     // MARK: - reload, watchdog, stop
