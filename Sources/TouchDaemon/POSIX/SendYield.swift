@@ -10,7 +10,9 @@ import Glibc
 /// two-vCPU test guest 1–2 ms). A CPU whose running thread is SCHED_IDLE counts as idle, and any woken thread preempts
 /// a SCHED_IDLE one. So, for the send only, the input thread goes to SCHED_IDLE: the reader is put on its CPU and runs
 /// as soon as the send returns; then the input thread comes back to SCHED_OTHER and does the rest of its wake-up (the
-/// frame handled, the next plans) at its own priority, never starved behind the application.
+/// frame handled, the next plans) at its own priority. Only that one call runs under SCHED_IDLE: should the target keep
+/// the CPU busy, the input thread waits as a SCHED_IDLE thread until the scheduler gives it its turn or an idle CPU
+/// takes it, and is back at its own priority with the next thing it does.
 ///
 /// The two calls cost about 50 µs a send in the one-vCPU test guest, where there is no other CPU to wake: the yield is
 /// used only when the input thread may run on more than one CPU.
