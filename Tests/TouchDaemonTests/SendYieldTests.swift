@@ -73,3 +73,14 @@ struct SendYieldTests {
         #expect(result == 0)
     }
 }
+
+/// `touchd run --no-yield-on-send` turns the yield off; it is on by default.
+@Suite("touchd run's yield flag")
+struct SendYieldFlagTests {
+    @Test func onByDefaultAndOffWithTheFlag() throws {
+        let plain = try #require(try Touchd.parseAsRoot(["run"]) as? Run)
+        #expect(plain.yieldOnSend)
+        let off = try #require(try Touchd.parseAsRoot(["run", "--no-yield-on-send"]) as? Run)
+        #expect(!off.yieldOnSend)
+    }
+}

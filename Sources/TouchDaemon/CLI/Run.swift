@@ -24,6 +24,16 @@ struct Run: ParsableCommand {
     @Option(help: ArgumentHelp("Least severe level logged: trace, debug, info, notice, warning, error, critical."))
     var logLevel: LogLevel = .info
 
+    @Flag(
+        name: .customLong("yield-on-send"), inversion: .prefixedNo,
+        help: ArgumentHelp(
+            """
+            Send each touch's messages under SCHED_IDLE, so that the target runs at once on touchd's CPU (the \
+            default, used with more than one CPU). --no-yield-on-send keeps the input thread under its own policy: \
+            a target that works hard right after each message then cannot hold touchd up.
+            """))
+    var yieldOnSend = true
+
     func run() throws {
         // Before any thread of ours starts, so that every thread inherits the blocked signals.
         guard let signals = SignalChannel() else {
@@ -94,11 +104,13 @@ struct Run: ParsableCommand {
         }
         let path = options.config
         let lock = instanceLock
+        let yieldOnSend = yieldOnSend
         let status = runOnDedicatedThread(name: "touchd-input") {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
                 notifier: notifier, executors: Executors(sockets: sockets, commands: commands), control: control,
-                controlProblem: controlProblem, strictPermissions: strictPermissions, instanceLock: lock
+                controlProblem: controlProblem, strictPermissions: strictPermissions, instanceLock: lock,
+                yieldOnSend: yieldOnSend
             ).run(signals: signals)
         }
         // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.

@@ -54,8 +54,8 @@ struct SendYield {
         return SendYield(state: .on)
     }
 
-    /// Off, for a caller that must not change its scheduling (and tests).
-    static let off = SendYield(state: .unavailable("turned off"))
+    /// Off: `touchd run --no-yield-on-send`, and the input loop before it starts.
+    static let off = SendYield(state: .unavailable("turned off (--no-yield-on-send)"))
 
     /// Whether a thread of this process can go to SCHED_IDLE and come back: nil if so, else what failed.
     static func probe() -> String? {

@@ -51,6 +51,8 @@ final class Daemon {
     /// Whether the input thread sends under SCHED_IDLE, so that the target it wakes runs at once on its CPU
     /// (SendYield.swift); found when the loop starts.
     @exclusivity(unchecked) private var sendYield = SendYield.off
+    /// `touchd run --no-yield-on-send` turns the yield off.
+    private let yieldOnSend: Bool
     /// When the daemon started (monotonic microseconds), for `stats`.
     let startedAt = monotonicMicroseconds()
     /// The seat's one-instance lock, held until the daemon ends; its probes are drained in the loop.
@@ -59,9 +61,11 @@ final class Daemon {
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
         executors: Executors, control: (any ControlChannel)?,
-        controlProblem: String? = nil, strictPermissions: Bool = false, instanceLock: InstanceLock? = nil
+        controlProblem: String? = nil, strictPermissions: Bool = false, instanceLock: InstanceLock? = nil,
+        yieldOnSend: Bool = true
     ) {
         self.instanceLock = instanceLock
+        self.yieldOnSend = yieldOnSend
         self.configurationPath = configurationPath
         self.strictPermissions = strictPermissions
         self.engine = Engine(
@@ -112,7 +116,7 @@ final class Daemon {
             logger.info("systemd watchdog enabled", metadata: ["interval_us": "\(interval)"])
         }
 
-        sendYield = SendYield.forCallingThread()
+        sendYield = yieldOnSend ? SendYield.forCallingThread() : .off
         switch sendYield.state {
         case .on:
             logger.info("the input thread yields its CPU to each socket target it wakes (SCHED_IDLE for the send)")
@@ -120,6 +124,9 @@ final class Daemon {
             logger.info(
                 "the input thread could yield its CPU to the targets it wakes, but does not need to",
                 metadata: ["reason": "\(reason)"])
+        case .unavailable(let reason) where !yieldOnSend:
+            logger.info(
+                "the input thread does not yield its CPU to the targets it wakes", metadata: ["reason": "\(reason)"])
         case .unavailable(let reason):
             logger.notice(
                 "the input thread cannot yield its CPU to the targets it wakes: a target may be woken on another CPU",
