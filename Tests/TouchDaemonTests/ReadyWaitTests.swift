@@ -21,8 +21,11 @@ struct ReadyWaitTests {
     }
 
     @Test func saysWhichDescriptorsAreReadyByTheirPlace() throws {
-        let (reads, writes) = try Self.pipes(5)
-        defer { for descriptor in reads + writes { close(descriptor) } }
+        let (reads, opened) = try Self.pipes(5)
+        var writes = opened
+        // Each descriptor closed once: a second close could close another test's new descriptor of the same number
+        // (it did: ControlServerTests' client socket, "connect: Bad file descriptor").
+        defer { for descriptor in reads + writes where descriptor >= 0 { close(descriptor) } }
         let waiting = try ReadyWait(reads)
         // Nothing written: a timeout, nothing ready.
         var ready = waiting.wait(timeout: 0)
@@ -40,6 +43,7 @@ struct ReadyWaitTests {
         #expect((0..<5).filter { waiting.wait(timeout: 0).contains($0) } == [4])
         // A closed writer reads as ready (end of file), as a hung-up descriptor did in poll's revents.
         close(writes[0])
+        writes[0] = -1
         #expect((0..<5).filter { waiting.wait(timeout: 0).contains($0) } == [0, 4])
     }
 
