@@ -27,6 +27,8 @@ struct SendYield {
         case on
         /// It could, but there is no other CPU for a target to be woken on.
         case notNeeded(String)
+        /// `touchd run --no-yield-on-send`.
+        case turnedOff
         /// It cannot (the probe failed, or the thread runs under another policy than SCHED_OTHER), or it stopped after
         /// failing to come back.
         case unavailable(String)
@@ -55,7 +57,7 @@ struct SendYield {
     }
 
     /// Off: `touchd run --no-yield-on-send`, and the input loop before it starts.
-    static let off = SendYield(state: .unavailable("turned off (--no-yield-on-send)"))
+    static let off = SendYield(state: .turnedOff)
 
     /// Whether a thread of this process can go to SCHED_IDLE and come back: nil if so, else what failed.
     static func probe() -> String? {

@@ -124,9 +124,10 @@ final class Daemon {
             logger.info(
                 "the input thread could yield its CPU to the targets it wakes, but does not need to",
                 metadata: ["reason": "\(reason)"])
-        case .unavailable(let reason) where !yieldOnSend:
+        case .turnedOff:
             logger.info(
-                "the input thread does not yield its CPU to the targets it wakes", metadata: ["reason": "\(reason)"])
+                "the input thread does not yield its CPU to the targets it wakes",
+                metadata: ["reason": "turned off (--no-yield-on-send)"])
         case .unavailable(let reason):
             logger.notice(
                 "the input thread cannot yield its CPU to the targets it wakes: a target may be woken on another CPU",
