@@ -18,6 +18,10 @@ struct Options: Equatable {
     var cage = false
     /// touchd against `libinput debug-events` in alternating rounds (ScenarioLatency.swift, issue 17).
     var compareLibinput = false
+    /// A panel created while touchd starts, at several delays (ScenarioStartup.swift).
+    var startupSweep = false
+    /// With `startupSweep`: rounds per delay.
+    var sweepRounds = 3
     /// With `compareLibinput`: rounds per reader; `taps` is then per round.
     var rounds = 4
     /// With `compareLibinput`: a second touchd measured in the same boot (a before/after comparison of two builds).
@@ -47,6 +51,7 @@ struct Options: Equatable {
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH] [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
+               touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
                           [--also-touchd PATH] [--floor-reader PATH] [--floor-daemon PATH] [--verbose]
 
@@ -80,6 +85,12 @@ struct Options: Equatable {
                          (uinput write → the action's message on its socket target) or `libinput debug-events`
                          (uinput write → its TOUCH_DOWN/TOUCH_UP line), each alone; prints both medians and their
                          ratio (the `latency-ratio:` line)
+          --startup-sweep
+                         a panel created while touchd starts: for each delay of 0, 50, 100, 200, 300, 500, 800
+                         and 1200 ms after `touchd run`, in several rounds, the panel is created, two taps are made
+                         once touchd reports it, and both must reach the socket target
+          --sweep-rounds N
+                         with --startup-sweep: rounds per delay (default 3, 1…50)
           --rounds N     with --compare-libinput: rounds per reader (default 4, 1…100); --taps is then the taps per
                          round (default 20 there), each a touch-down and a lift
           --max-ratio R  with --compare-libinput: fail when touchd's median is more than R times libinput's
@@ -154,6 +165,13 @@ struct Options: Equatable {
             case "--filter": options.filter = true
             case "--cage": options.cage = true
             case "--compare-libinput": options.compareLibinput = true
+            case "--startup-sweep": options.startupSweep = true
+            case "--sweep-rounds":
+                let text = try value(for: argument)
+                guard let rounds = Int(text), (1...50).contains(rounds) else {
+                    throw UsageError("--sweep-rounds takes a whole number from 1 to 50, not '\(text)'")
+                }
+                options.sweepRounds = rounds
             case "--rounds":
                 let text = try value(for: argument)
                 guard let rounds = Int(text), (1...100).contains(rounds) else {
@@ -178,11 +196,11 @@ struct Options: Equatable {
         }
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
-            options.filter, options.cage, options.compareLibinput,
+            options.filter, options.cage, options.compareLibinput, options.startupSweep,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
-                "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage and --compare-libinput are separate "
-                    + "runs; give one of them"
+                "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput and "
+                    + "--startup-sweep are separate runs; give one of them"
             )
         }
         if !options.compareLibinput,
@@ -194,6 +212,9 @@ struct Options: Equatable {
         }
         if options.floorFilter != nil, !options.filter || options.systemdUnit {
             throw UsageError("--floor-filter goes with --filter, not under --systemd-unit")
+        }
+        if arguments.contains("--sweep-rounds"), !options.startupSweep {
+            throw UsageError("--sweep-rounds goes with --startup-sweep")
         }
         if options.compareLibinput, !arguments.contains("--taps") { options.taps = 20 }
         if options.expectControlSocket, !options.systemdUnit {

@@ -14,7 +14,10 @@ if options.help {
     exit(0)
 }
 Watchdog.installSignalHandlers()
-Watchdog.start(limit: options.systemdUnit ? Limits.systemdUnitRun : Limits.global)
+Watchdog.start(
+    limit: options.systemdUnit
+        ? Limits.systemdUnitRun
+        : options.startupSweep ? StartupSweep.limit(rounds: options.sweepRounds) : Limits.global)
 
 if options.selfTest {
     let status = SelfTest(options: options).run()
@@ -37,6 +40,17 @@ if options.cage {
 }
 if options.compareLibinput {
     let status = LatencyComparison(options: options, touchd: touchd).run()
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
+}
+if options.startupSweep {
+    let status: Int32
+    do {
+        status = try StartupSweep(options: options, touchd: touchd).run()
+    } catch {
+        Console.line("touchd-e2e: cannot set up: \(error)")
+        status = 1
+    }
     runFinished.store(true, ordering: .relaxed)
     exit(status)
 }

@@ -1,0 +1,158 @@
+import Glibc
+
+/// A touchscreen that appears while touchd starts (`--startup-sweep`): at a kiosk's boot, systemd starts touchd while
+/// udev is still making the panel's event node. For each delay, in several rounds, the driver starts `touchd run`,
+/// creates the panel that many milliseconds later, waits for touchd to report it, taps button `a` twice and stops
+/// touchd: every tap of every round must reach the socket target, and touchd's closing line must count every frame.
+final class StartupSweep {
+    static let defaultDelays: [Microseconds] = [0, 50, 100, 200, 300, 500, 800, 1200].map { $0 * 1000 }
+
+    let options: Options
+    let touchd: String
+    let scratch: ScratchDirectory
+    let notify: NotifyListener
+    let target: TargetListener
+    let configPath: String
+    let tapsPerRound = 2
+    /// From the panel's creation to the first tap: long enough for touchd to have added it on any of these delays.
+    static let firstTouchAfter: Microseconds = 2_500_000
+
+    /// The whole sweep's bound for the driver's watchdog: a round takes about 4 s (8 s allowed), plus a minute.
+    static func limit(rounds: Int) -> Microseconds {
+        Microseconds(defaultDelays.count * rounds) * 8_000_000 + 60_000_000
+    }
+
+    init(options: Options, touchd: String) throws(DriverError) {
+        self.options = options
+        self.touchd = touchd
+        scratch = try ScratchDirectory()
+        notify = try NotifyListener(path: scratch.file("notify.sock"), verbose: options.verbose)
+        target = try TargetListener(path: scratch.file("target.sock"), verbose: options.verbose)
+        configPath = scratch.file("touchd.toml")
+    }
+
+    /// Runs every round and returns the exit status: 0 when every tap of every round arrived.
+    func run() -> Int32 {
+        defer {
+            notify.stop()
+            target.stop()
+            scratch.remove()
+        }
+        do {
+            try writeFile(configPath, TestConfig.valid(socket: target.path, actionForA: "a"))
+        } catch {
+            Console.line("touchd-e2e: cannot write the configuration: \(error)")
+            return 1
+        }
+        var failures: [String] = []
+        var rounds = 0
+        for delay in Self.defaultDelays {
+            for round in 1...options.sweepRounds {
+                rounds += 1
+                let name = "delay \(delay / 1000) ms, round \(round)"
+                if let failure = runRound(delay: delay, number: rounds) {
+                    Console.line("FAIL startup-sweep \(name): \(failure)")
+                    failures.append(name)
+                } else {
+                    Console.line("PASS startup-sweep \(name)")
+                }
+            }
+        }
+        Console.line(
+            "startup-sweep: \(rounds - failures.count) passed, \(failures.count) failed"
+                + " (\(Self.defaultDelays.map { "\($0 / 1000)" }.joined(separator: ", ")) ms; "
+                + "\(options.sweepRounds) rounds each, \(tapsPerRound) taps per round)")
+        return failures.isEmpty ? 0 : 1
+    }
+
+    /// One round: start, the panel `delay` later, its report, the taps, the stop. Nil when every tap arrived.
+    private func runRound(delay: Microseconds, number: Int) -> String? {
+        let notifyCursor = notify.inbox.count
+        let started = monotonicNow()
+        let daemon: Daemon
+        do {
+            daemon = try Daemon(
+                executable: touchd, arguments: ["run", "--config", configPath, "--log-level", options.logLevel],
+                environment: ["NOTIFY_SOCKET": notify.path], removing: Scenario.scrubbedEnvironment,
+                echoPrefix: options.verbose ? "touchd| " : nil)
+        } catch {
+            return "cannot start touchd: \(error)"
+        }
+        currentDaemon.withLock { $0 = daemon }
+        var device: VirtualTouchscreen?
+        defer {
+            device?.destroy()
+            daemon.killAndReap()
+            currentDaemon.withLock { $0 = nil }
+        }
+        sleep(until: started + delay)
+        let name = "touchd-e2e startup \(number)"
+        do {
+            device = try VirtualTouchscreen(name: name, verbose: options.verbose)
+        } catch {
+            return "cannot create the touchscreen: \(error)"
+        }
+        let created = monotonicNow()
+        let expected = "1 touchscreen: \(name)"
+        let reported = waitNotify(from: notifyCursor, until: created + Limits.readiness) {
+            $0.value("STATUS") == expected
+        }
+        guard reported != nil else {
+            return "touchd never reported STATUS=\(expected) within \(seconds(Limits.readiness)) "
+                + "(statuses: \(notify.inbox.since(notifyCursor).compactMap { $0.value("STATUS") }))"
+                + (daemon.exitStatus.map { "; touchd exited (\($0))" } ?? "")
+        }
+        // As a customer would: the first touch some time after the panel exists, whatever touchd said by then.
+        sleep(until: created + Self.firstTouchAfter)
+        var missing: [Int] = []
+        for tap in 1...tapsPerRound {
+            let cursor = target.inbox.count
+            do {
+                _ = try device?.write([.down(slot: 0, x: 200, y: 200)])
+                sleep(microseconds: 50_000)
+                _ = try device?.write([.up(slot: 0)])
+            } catch {
+                return "cannot write tap \(tap): \(error)"
+            }
+            let arrived = waitTarget(from: cursor, until: monotonicNow() + Limits.message) {
+                $0.control == "a" && $0.event == "touchUpInside"
+            }
+            if arrived == nil { missing.append(tap) }
+            // Out of the touchDownRepeat window, so each tap is a tap of its own.
+            sleep(microseconds: Limits.repeatGuard)
+        }
+        _ = daemon.send(SIGTERM)
+        let ended = daemon.waitForExit(until: monotonicNow() + Limits.stop)
+        daemon.waitForOutputEnd(until: monotonicNow() + 1_000_000)
+        let closing = daemon.output.since(0).last { $0.contains("touchd stopped") } ?? "no closing line"
+        if options.verbose { Console.line("  \(closing)") }
+        if !missing.isEmpty {
+            daemon.printTail(40)
+            return "tap(s) \(missing) of \(tapsPerRound) never reached the socket target; touchd: \(closing)"
+        }
+        if ended != .exited(0) {
+            return "touchd did not stop cleanly after SIGTERM: \(ended.map { "\($0)" } ?? "still running")"
+        }
+        return nil
+    }
+
+    private func waitNotify(
+        from cursor: Int, until deadline: Microseconds, where condition: (NotifyMessage) -> Bool
+    ) -> NotifyMessage? {
+        while true {
+            if let found = notify.inbox.first(from: cursor, where: condition) { return found.element }
+            if monotonicNow() >= deadline { return nil }
+            sleep(microseconds: 1000)
+        }
+    }
+
+    private func waitTarget(
+        from cursor: Int, until deadline: Microseconds, where condition: (TargetMessage) -> Bool
+    ) -> TargetMessage? {
+        while true {
+            if let found = target.inbox.first(from: cursor, where: condition) { return found.element }
+            if monotonicNow() >= deadline { return nil }
+            sleep(microseconds: 1000)
+        }
+    }
+}
