@@ -22,6 +22,7 @@ enum UnitCheck: String, CaseIterable {
     case setuidCommandFails = "setuid-command-fails-cleanly"
     case unreadableDeviceWaits = "unreadable-device-waits"
     case reloadRescansDevice = "reload-rescans-device"
+    case startupSweep = "startup-sweep-under-unit"
     case cleanStop = "clean-stop"
 }
 

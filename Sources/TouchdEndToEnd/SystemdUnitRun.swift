@@ -9,7 +9,7 @@ import Glibc
 /// target running under the same sandbox (umask, no NOTIFY_SOCKET), the journal's native fields, `systemctl reload`
 /// with a good and a broken file, the watchdog catching a stopped touchd and the restart, a setuid program failing
 /// cleanly, a touchscreen touchd may not open picked up after a reload (those three in SystemdUnitFaults.swift), and
-/// a clean stop.
+/// the start-up sweep (a panel created 0-1200 ms after the service starts; SystemdUnitStartup.swift), and a clean stop.
 ///
 /// Runs on one thread, like Scenario; the target listener's threads fill its inbox.
 final class SystemdUnitRun {
@@ -46,6 +46,7 @@ final class SystemdUnitRun {
             try watchdog()
             try setuidCommand()
             try unreadableDevice()
+            try startupSweep()
             try stop()
         } catch {
             Console.line("touchd-e2e: the sequence stops here: \(error.reason)")

@@ -126,6 +126,13 @@ struct EndToEndTests {
         try await Self.runDriver("end to end", vm: ["--timeout", "900"], driver: [])
     }
 
+    /// A panel that appears while touchd starts (ScenarioStartup.swift): created 0, 50, 100, 200, 300, 500, 800 and
+    /// 1200 ms after `touchd run`, three rounds each; both taps of every round must reach the socket target.
+    @Test("a panel created while touchd starts is always read, in the VM", .timeLimit(.minutes(10)))
+    func startupSweepInVM() async throws {
+        try await Self.runDriver("start-up sweep", vm: ["--timeout", "600"], driver: ["--startup-sweep"])
+    }
+
     /// End-to-end latency against libinput's own client (issue 17, ScenarioLatency.swift): in one guest boot, four
     /// rounds each of 20 taps, alternating, read either by touchd (uinput write → the action's message on its socket
     /// target) or by `libinput debug-events` alone (uinput write → its TOUCH_DOWN/TOUCH_UP line). The driver prints
