@@ -52,6 +52,77 @@ struct LiveOperationRunTests {
         #expect(after.exitStatus() == 0)
     }
 
+    @Test("the lock counts only when root, touchd's own user or the user named touchd holds it")
+    func lockHolderTrust() {
+        let names: (uid_t) -> String? = { [0: "root", 61_200: "touchd", 1000: "kiosk"][$0] }
+        #expect(InstanceLock.isTouchdUser(0, name: names))
+        #expect(InstanceLock.isTouchdUser(geteuid(), name: names))
+        #expect(InstanceLock.isTouchdUser(61_200, name: names))
+        #expect(!InstanceLock.isTouchdUser(1000, name: names) || geteuid() == 1000)
+        #expect(!InstanceLock.isTouchdUser(4242, name: names) || geteuid() == 4242)
+    }
+
+    @Test("another user holding the seat's lock name cannot keep touchd from starting (it says who holds it)")
+    func squattedLockIgnored() throws {
+        let seat = RunCommandTests.Fixture.uniqueSeat()
+        let fixture = try RunCommandTests.Fixture(
+            configuration: RunCommandTests.valid + "\n[input]\nseat = \"\(seat)\"\n")
+        // nobody binds and listens on the name, as any local user can.
+        let squatter = Process()
+        squatter.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        squatter.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+            """
+            import socket, sys, time
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(b"\\0touchd/seat/\(seat)\\0")
+            s.listen(4)
+            print("bound", flush=True)
+            time.sleep(30)
+            """,
+        ]
+        let output = Pipe()
+        squatter.standardOutput = output
+        try squatter.run()
+        defer { squatter.terminate() }
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        try #require(line.hasPrefix("bound"), "the squatter did not bind the name: \(line)")
+
+        let running = try fixture.start()
+        defer { if running.process.isRunning { running.signal(SIGKILL) } }
+        #expect(fixture.notify.next()?.first == "READY=1", "stderr:\n\(running.errorText)")
+        running.signal(SIGTERM)
+        #expect(running.exitStatus() == 0)
+        #expect(
+            running.errorText.contains("the lock name of \(seat) is held by uid 65534"),
+            "stderr:\n\(running.errorText)")
+    }
+
+    @Test("a name bound by a socket that does not answer cannot keep touchd from starting either")
+    func silentLockIgnored() throws {
+        let seat = RunCommandTests.Fixture.uniqueSeat()
+        let fixture = try RunCommandTests.Fixture(
+            configuration: RunCommandTests.valid + "\n[input]\nseat = \"\(seat)\"\n")
+        // Bound without listen: connect(2) is refused, so nobody can be asked who holds it.
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        guard let (address, length) = UnixSocket.address(InstanceLock.name(seat: seat)) else {
+            Issue.record("no address for the lock name")
+            return
+        }
+        var bound = address
+        let result = withUnsafePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+        }
+        try #require(result == 0)
+        let running = try fixture.start()
+        defer { if running.process.isRunning { running.signal(SIGKILL) } }
+        #expect(fixture.notify.next()?.first == "READY=1", "stderr:\n\(running.errorText)")
+        running.signal(SIGTERM)
+        #expect(running.exitStatus() == 0)
+        #expect(running.errorText.contains("a socket that does not answer"), "stderr:\n\(running.errorText)")
+    }
+
     @Test("a different seat is another instance's business: two daemons on two seats both run")
     func twoSeats() throws {
         let one = try Running()

@@ -72,10 +72,14 @@ struct Run: ParsableCommand {
         case .success(let lock):
             instanceLock = lock
         case .failure(let failure):
-            guard case .held = failure else {
+            switch failure {
+            case .held: break
+            case .untrusted:
+                logger.warning("\(failure)", metadata: ["seat": "\(configuration.seat)"])
+            case .system:
                 logger.warning("running without the one-instance-per-seat lock: \(failure)")
-                break
             }
+            guard case .held = failure else { break }
             logger.critical("\(failure)", metadata: ["seat": "\(configuration.seat)"])
             notifier.notify(["STATUS=\(failure)"])
             throw ExitCode(ExitStatus.anotherInstance)

@@ -12,11 +12,19 @@ import Glibc
 ///
 /// A second instance takes the lock before it does anything else that touches the system: no control socket created
 /// or removed, no device opened, no thread started.
+///
+/// Any local user can bind an abstract name, so the name alone proves nothing: a holder counts as another touchd only
+/// when it answers on the name and its credentials (`SO_PEERCRED`) are root's, this process's own user's, or those of
+/// the user named `touchd` (the shipped unit's dynamic user). Anyone else holding the name cannot keep touchd from
+/// starting: touchd starts without the lock and says who holds the name (``Failure/untrusted(seat:pid:uid:)``).
 final class InstanceLock: Sendable {
     /// Why the lock could not be taken.
     enum Failure: Error, CustomStringConvertible {
         /// Another process holds the seat's name; its pid and uid when it answered.
         case held(seat: String, pid: pid_t?, uid: uid_t?)
+        /// Someone who is not touchd holds the seat's name (another user, or a socket that does not answer): touchd
+        /// starts without the lock.
+        case untrusted(seat: String, pid: pid_t?, uid: uid_t?)
         /// The system refused a call (`socket`, `bind`, `listen`).
         case system(seat: String, call: String, errno: Int32)
 
@@ -25,6 +33,12 @@ final class InstanceLock: Sendable {
             case .held(let seat, let pid, let uid):
                 let who = pid.map { "pid \($0)" + (uid.map { ", uid \($0)" } ?? "") } ?? "its pid could not be read"
                 return "another touchd is running on \(seat) (\(who)); not starting"
+            case .untrusted(let seat, let pid, let uid):
+                let who =
+                    uid.map { "uid \($0)" + (pid.map { ", pid \($0)" } ?? "") }
+                    ?? "a socket that does not answer"
+                return "the lock name of \(seat) is held by \(who), which is not touchd's user (root, uid "
+                    + "\(geteuid()) or touchd): running without the one-instance lock"
             case .system(let seat, let call, let error):
                 return "cannot take the lock of \(seat) (\(call): \(UnixSocket.describe(error)))"
             }
@@ -65,7 +79,10 @@ final class InstanceLock: Sendable {
             close(descriptor)
             guard error == EADDRINUSE else { return .failure(.system(seat: seat, call: "bind", errno: error)) }
             let holder = Self.holder(address, length: length)
-            return .failure(.held(seat: seat, pid: holder?.pid, uid: holder?.uid))
+            guard let holder, isTouchdUser(holder.uid) else {
+                return .failure(.untrusted(seat: seat, pid: holder?.pid, uid: holder?.uid))
+            }
+            return .failure(.held(seat: seat, pid: holder.pid, uid: holder.uid))
         }
         guard listen(descriptor, 4) == 0 else {
             let error = errno
@@ -73,6 +90,22 @@ final class InstanceLock: Sendable {
             return .failure(.system(seat: seat, call: "listen", errno: error))
         }
         return .success(InstanceLock(fileDescriptor: descriptor))
+    }
+
+    /// Whether a lock held by `uid` is another touchd's: root, this process's own user, or the user named `touchd`
+    /// (the shipped unit's dynamic user, seen from a `touchd run` started by hand).
+    static func isTouchdUser(_ uid: uid_t, name: (uid_t) -> String? = userName) -> Bool {
+        uid == 0 || uid == geteuid() || name(uid) == "touchd"
+    }
+
+    /// The name of `uid` (getpwuid_r), or nil.
+    static func userName(_ uid: uid_t) -> String? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name
+        else { return nil }
+        return String(cString: name)
     }
 
     /// Accepts and closes the probes of instances that were refused; never blocks.
