@@ -14,4 +14,39 @@
 #include <libevdev/libevdev.h>
 #include <libevdev/libevdev-uinput.h>
 
+#include <errno.h>
+#include <linux/input.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+
+/// How many contacts are down on the evdev device `fd` right now, as the kernel holds its state (not as a reader
+/// last saw it): the slots whose ABS_MT_TRACKING_ID is not -1 (EVIOCGMTSLOTS), or 1 when the device has no slots and
+/// BTN_TOUCH is down (EVIOCGKEY). `slots` is the device's slot count (0 for single-touch devices). -1 with errno when
+/// the state cannot be read. Filter mode grabs a panel only when this is 0: a contact the compositor saw go down would
+/// otherwise never end for it.
+static inline int touchd_evdev_contacts_down(int fd, int slots) {
+    if (slots > 0) {
+        if (slots > 1024) slots = 1024;
+        size_t size = sizeof(__u32) + (size_t)slots * sizeof(__s32);
+        __s32 *request = calloc(1, size);
+        if (request == NULL) return -1;
+        request[0] = ABS_MT_TRACKING_ID;
+        if (ioctl(fd, EVIOCGMTSLOTS(size), request) < 0) {
+            int saved = errno;
+            free(request);
+            errno = saved;
+            return -1;
+        }
+        int down = 0;
+        for (int i = 0; i < slots; i++) {
+            if (request[1 + i] != -1) down++;
+        }
+        free(request);
+        return down;
+    }
+    unsigned char keys[KEY_MAX / 8 + 1] = {0};
+    if (ioctl(fd, EVIOCGKEY(sizeof keys), keys) < 0) return -1;
+    return (keys[BTN_TOUCH / 8] >> (BTN_TOUCH % 8)) & 1;
+}
+
 #endif

@@ -108,6 +108,8 @@ final class FilterRun {
             try reload(Self.config(socket: target.path))
             try checkBusyPanel()
             try findTwin(from: 0)
+            try checkGrabWaitsForLift(after: "start")
+            try checkGrabWaitsForLift(after: "reload")
             try checkKill()
             try checkUnplug()
             // The latency run starts and stops touchd between rounds; it is measured with touchd as a child.
@@ -510,6 +512,88 @@ final class FilterRun {
         if !swallowed.isEmpty { failures.append("the wake touch reached the app") }
         if after == nil { failures.append("the touch after the wake touch did not reach the app") }
         record("the wake touch never reaches the app", failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// A finger on the panel that the compositor saw go down, when touchd starts (or a reload turns filter mode on):
+    /// touchd must not grab the panel until it lifts, or the compositor never sees the lift and every later touch is
+    /// a second finger for it (`app_max_contacts` then protects nothing). The status says the grab waits; the
+    /// compositor gets the finger's lift from the panel; then touchd grabs, and the next tap reaches the app from the
+    /// twin as the only finger (seat slot 0).
+    private func checkGrabWaitsForLift(after trigger: String) throws(Abort) {
+        var failures: [String] = []
+        let filterOff = Self.config(socket: target.path).replacingFirst("enabled = true", with: "enabled = false")
+        if trigger == "reload" {
+            try reload(filterOff)
+            let released = poll(until: monotonicNow() + 5_000_000) {
+                statusText(since: 0)?.contains("filtering") == false ? true : nil
+            }
+            if released == nil { failures.append("filter mode off still filters: \(statusText(since: 0) ?? "")") }
+        } else {
+            stopDaemon()
+        }
+        sleep(microseconds: 300_000)
+        let cursor = eventCursor
+        try write([.down(slot: 0, x: 500, y: 500)])
+        if waitTouches(from: cursor, panelSysname, "TOUCH_DOWN", count: 1) == nil {
+            failures.append("the compositor did not see the finger go down on the panel")
+        }
+        do throws(Abort) {
+            if trigger == "reload" {
+                try reload(Self.config(socket: target.path))
+                let waiting = poll(until: monotonicNow() + 5_000_000) {
+                    statusText(since: 0)?.contains("waiting for contacts to lift") == true ? true : nil
+                }
+                if waiting == nil { throw Abort("no waiting status: \(statusText(since: 0) ?? "")") }
+            } else {
+                try startDaemon(expecting: "waiting for contacts to lift")
+            }
+        } catch {
+            failures.append("touchd did not say its grab waits for the finger to lift: \(error.reason)")
+        }
+        sleep(microseconds: 300_000)
+        let beforeLift = eventCursor
+        try write([.up(slot: 0)])
+        if waitTouches(from: beforeLift, panelSysname, "TOUCH_UP", count: 1) == nil {
+            failures.append("the compositor never got the finger's lift from the panel")
+        }
+        let filtering = poll(until: monotonicNow() + 5_000_000) {
+            statusText(since: 0)?.contains("filtering 1") == true ? true : nil
+        }
+        if filtering == nil {
+            failures.append("touchd did not grab the panel once the finger lifted: \(statusText(since: 0) ?? "")")
+        } else {
+            try findTwin(from: beforeLift)
+            sleep(microseconds: 300_000)
+            let tapCursor = eventCursor
+            try tap(500, 500)
+            let downs = waitTouches(from: tapCursor, twinSysname, "TOUCH_DOWN", count: 1)
+            let seatSlots = seatSlots(from: tapCursor, twinSysname, "TOUCH_DOWN")
+            if downs == nil {
+                failures.append("the next tap did not reach the app from the twin")
+            } else if seatSlots != [0] {
+                failures.append("the next tap reached the app as seat slot(s) \(seatSlots), not as the only finger (0)")
+            }
+            if !touches(from: tapCursor, panelSysname, "TOUCH_DOWN").isEmpty {
+                failures.append("the panel's own touch reached the compositor after the grab")
+            }
+        }
+        record(
+            "after \(trigger) with a finger down, the grab waits for its lift; the next tap is the app's only finger",
+            failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// The seat slots of debug-events' touch lines of `type` from `sysname` since `cursor`: the field in brackets.
+    private func seatSlots(from cursor: Int, _ sysname: String?, _ type: String) -> [Int] {
+        guard let events else { return [] }
+        return events.output.since(cursor).compactMap { raw -> Int? in
+            let fields = raw.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count >= 5, fields[1] == type else { return nil }
+            let device = fields[0].hasPrefix("-") ? String(fields[0].dropFirst()) : String(fields[0])
+            guard sysname == nil || device == sysname, fields[4].hasPrefix("("), fields[4].hasSuffix(")") else {
+                return nil
+            }
+            return Int(fields[4].dropFirst().dropLast())
+        }
     }
 
     /// `kill -9` of touchd with a finger down: the kernel drops the grab, the twin goes away, and the next tap

@@ -205,3 +205,11 @@ struct ProcessStat: Equatable {
         systemTime = system * 1_000_000 / ticks
     }
 }
+
+extension String {
+    /// The string with the first occurrence of `target` replaced (unchanged when there is none).
+    func replacingFirst(_ target: String, with replacement: String) -> String {
+        guard let range = range(of: target) else { return self }
+        return replacingCharacters(in: range, with: replacement)
+    }
+}

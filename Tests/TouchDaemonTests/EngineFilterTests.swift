@@ -34,7 +34,7 @@ struct EngineFilterTests {
         var driver = try EngineTests.Driver(text)
         let effects = driver.plug(1)
         #expect(plans(effects) == [[1]])
-        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), nil)])
+        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), .grabbed)])
         return driver
     }
 
@@ -69,12 +69,45 @@ struct EngineFilterTests {
         var driver = try EngineTests.Driver(Self.configuration())
         _ = driver.plug(1)
         let effects = driver.engine.filterApplied([
-            (EngineTests.Driver.device(1), "another process has grabbed it (EBUSY)")
+            (EngineTests.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))
         ])
         #expect(
             EngineTests.statuses(effects).last?.contains("not filtered: panel (another process has grabbed it") == true)
         #expect(Self.frames(driver.tap(at: 500, 500)).isEmpty)
         #expect(driver.engine.status.contains("not filtered"))
+    }
+
+    @Test("a grab that waits for contacts to lift: nothing forwarded, said once, asked again, then filtered")
+    func grabWaitsForContactsToLift() throws {
+        var driver = try EngineTests.Driver(Self.configuration())
+        _ = driver.plug(1)
+        let waiting = driver.engine.filterApplied([(EngineTests.Driver.device(1), .waiting(contacts: 1))])
+        #expect(EngineTests.statuses(waiting).last?.contains("waiting for contacts to lift before filtering: panel") == true)
+        #expect(driver.engine.filterWaits)
+        // The touch that was down reaches the application directly, so nothing is forwarded while the grab waits.
+        #expect(Self.frames(driver.tap(at: 500, 500)).isEmpty)
+        // The loop asks again after each input; a second wait is not logged again.
+        #expect(Self.plans(driver.engine.retryWaitingGrabs()) == [[1]])
+        let again = driver.engine.filterApplied([(EngineTests.Driver.device(1), .waiting(contacts: 1))])
+        #expect(!again.contains { if case .log = $0 { true } else { false } })
+        // The contacts lifted: grabbed, and the wait is over.
+        let grabbed = driver.engine.filterApplied([(EngineTests.Driver.device(1), .grabbed)])
+        #expect(EngineTests.statuses(grabbed).last?.hasSuffix("filtering 1") == true)
+        #expect(!driver.engine.filterWaits)
+        #expect(driver.engine.retryWaitingGrabs().isEmpty)
+        #expect(Self.frames(driver.tap(at: 500, 500)).count == 2)
+    }
+
+    @Test("a refusal is logged when its reason is new, not on every retry")
+    func refusalLoggedOnce() throws {
+        var driver = try EngineTests.Driver(Self.configuration())
+        _ = driver.plug(1)
+        let refusal: [(device: DeviceInfo, outcome: GrabOutcome)] = [
+            (EngineTests.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))
+        ]
+        let logs = { (effects: [Effect]) in effects.filter { if case .log = $0 { true } else { false } }.count }
+        #expect(logs(driver.engine.filterApplied(refusal)) == 1)
+        #expect(logs(driver.engine.filterApplied(refusal)) == 0)
     }
 
     @Test("the admin press: three downs forwarded, then their ends when it is recognized; the lifts go nowhere")
@@ -156,11 +189,11 @@ struct EngineFilterTests {
     func reloadRetriesRefused() throws {
         var driver = try EngineTests.Driver(Self.configuration())
         _ = driver.plug(1)
-        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), "another process has grabbed it (EBUSY)")])
+        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))])
         let effects = driver.engine.reload(
             .loaded(try EngineTests.load(Self.configuration())), path: "engine.toml", now: driver.now)
         #expect(Self.plans(effects) == [[1]])
-        let applied = driver.engine.filterApplied([(EngineTests.Driver.device(1), nil)])
+        let applied = driver.engine.filterApplied([(EngineTests.Driver.device(1), .grabbed)])
         #expect(EngineTests.statuses(applied).last?.hasSuffix("filtering 1") == true)
         // Nothing refused and nothing changed: a reload plans nothing.
         let again = driver.engine.reload(

@@ -20,6 +20,15 @@ struct TwinFrame: Hashable, Sendable {
     var changes: [TwinChange]
 }
 
+/// What the loop did with a touchscreen filter mode wants: grabbed it and gave it a twin; left it alone for now because
+/// contacts are down on it (the compositor saw them go down and must see them end: the loop asks again when the panel
+/// next wakes it); or could not filter it, and why.
+enum GrabOutcome: Equatable, Sendable {
+    case grabbed
+    case waiting(contacts: Int)
+    case refused(String)
+}
+
 /// The filter's bookkeeping in the engine.
 struct FilterState: Sendable {
     /// The touchscreens last handed to the loop to grab, and the cancel style, as last planned.
@@ -29,6 +38,8 @@ struct FilterState: Sendable {
     var filtered: SmallSet<Int> = []
     /// Touchscreens that could not be filtered, and why (shown in the status).
     var refused: [Int: (name: String, reason: String)] = [:]
+    /// Touchscreens whose grab waits for the contacts on them to lift, with their names.
+    var waiting: [Int: String] = [:]
     /// The twin each application touch is on.
     var touchDevice: SmallMap<UInt64, Int> = [:]
 }
@@ -50,26 +61,43 @@ extension Engine {
         filter.plannedCancel = cancel
         filter.filtered.removeAll { !ids.contains($0) }
         filter.refused = filter.refused.filter { ids.contains($0.key) }
+        filter.waiting = filter.waiting.filter { ids.contains($0.key) }
         effects.append(.filterDevices(wanted, cancelWith: cancel))
     }
 
-    /// The loop's answer to ``Effect/filterDevices(_:cancelWith:)``: each touchscreen it tried, with the problem
-    /// that kept it from being grabbed and twinned (fault-cases.md F5), or nil when it is filtered now.
-    mutating func filterApplied(_ results: [(device: DeviceInfo, problem: String?)]) -> [Effect] {
+    /// The loop's answer to ``Effect/filterDevices(_:cancelWith:)``: what became of each touchscreen it tried
+    /// (fault-cases.md F5). A refusal is logged when its reason is new, a wait once until it ends.
+    mutating func filterApplied(_ results: [(device: DeviceInfo, outcome: GrabOutcome)]) -> [Effect] {
         var effects: [Effect] = []
-        for (device, problem) in results {
+        for (device, outcome) in results {
             var metadata = Self.metadata(of: device)
-            if let problem {
+            switch outcome {
+            case .refused(let problem):
                 filter.filtered.remove(device.id)
+                filter.waiting[device.id] = nil
+                let repeated = filter.refused[device.id]?.reason == problem
                 filter.refused[device.id] = (device.name, problem)
+                guard !repeated else { continue }
                 metadata["reason"] = "\(problem)"
                 metadata[MessageID.metadataKey] = "\(MessageID.filterRefused)"
                 effects.append(
                     .log(
                         .warning, "touchscreen not filtered: the application reads it directly", metadata))
-            } else {
+            case .waiting(let contacts):
+                filter.filtered.remove(device.id)
+                filter.refused[device.id] = nil
+                guard filter.waiting[device.id] == nil else { continue }
+                filter.waiting[device.id] = device.name
+                metadata["contacts_down"] = "\(contacts)"
+                effects.append(
+                    .log(
+                        .notice,
+                        "touchscreen not filtered yet: contacts are down on it, and the application must see them end;"
+                            + " it is grabbed once they lift", metadata))
+            case .grabbed:
                 filter.filtered.insert(device.id)
                 filter.refused[device.id] = nil
+                filter.waiting[device.id] = nil
                 metadata[MessageID.metadataKey] = "\(MessageID.filterStarted)"
                 effects.append(.log(.info, "touchscreen filtered: the application reads its twin", metadata))
             }
@@ -78,11 +106,30 @@ extension Engine {
         return effects
     }
 
+    /// Whether a grab waits for contacts to lift: the loop then calls ``retryWaitingGrabs()`` after the input it reads.
+    var filterWaits: Bool { !filter.waiting.isEmpty }
+
+    /// Asks the loop again for the touchscreens filter mode wants, when a grab waits for contacts to lift.
+    mutating func retryWaitingGrabs() -> [Effect] {
+        guard configuration.filter.enabled, !filter.waiting.isEmpty else {
+            filter.waiting.removeAll()
+            return []
+        }
+        filter.waiting = filter.waiting.filter { id, _ in filter.planned.contains(id) }
+        guard !filter.waiting.isEmpty else { return [] }
+        return [.filterDevices(router.touchscreens, cancelWith: configuration.filter.cancelWith)]
+    }
+
     /// The filter's part of the status: how many touchscreens are filtered, and which could not be, and why.
     var filterStatus: String? {
         guard configuration.filter.enabled else { return nil }
         var parts: [String] = []
         if !filter.filtered.isEmpty { parts.append("filtering \(filter.filtered.count)") }
+        if !filter.waiting.isEmpty {
+            parts.append(
+                "waiting for contacts to lift before filtering: "
+                    + filter.waiting.keys.sorted().compactMap { filter.waiting[$0] }.joined(separator: ", "))
+        }
         if !filter.refused.isEmpty {
             parts.append(
                 "not filtered: "

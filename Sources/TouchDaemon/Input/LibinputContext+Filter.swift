@@ -25,15 +25,15 @@ extension LibinputContext {
         }
     }
 
-    /// Grabs exactly `devices` and gives each a twin; releases every other grab and removes its twin. Returns each
-    /// device it tried with the problem that kept it from being filtered (nil when it is).
+    /// Grabs exactly `devices` and gives each a twin; releases every other grab and removes its twin. Returns what
+    /// became of each device it tried: grabbed, waiting for the contacts on it to lift, or refused with the problem.
     func applyFilter(_ devices: [DeviceInfo], cancelWith: Configuration.Filter.CancelWith) -> [(
-        device: DeviceInfo, problem: String?
+        device: DeviceInfo, outcome: GrabOutcome
     )] {
         let wanted = Set(devices.map(\.id))
         for id in filtered.keys.sorted() where !wanted.contains(id) { release(id) }
         for entry in filtered.values { entry.twin.cancelWith = cancelWith }
-        var results: [(device: DeviceInfo, problem: String?)] = []
+        var results: [(device: DeviceInfo, outcome: GrabOutcome)] = []
         for device in devices where filtered[device.id] == nil {
             results.append((device, grab(device, cancelWith: cancelWith)))
         }
@@ -50,21 +50,39 @@ extension LibinputContext {
         for id in filtered.keys.sorted() { release(id) }
     }
 
-    private func grab(_ device: DeviceInfo, cancelWith: Configuration.Filter.CancelWith) -> String? {
+    private func grab(_ device: DeviceInfo, cancelWith: Configuration.Filter.CancelWith) -> GrabOutcome {
         guard let node = device.devnode, let fd = nodes.opened[node],
             let handle = devices.first(where: { $0.value.id == device.id })?.key
-        else { return "touchd holds no descriptor for it" }
+        else { return .refused("touchd holds no descriptor for it") }
         var evdev: OpaquePointer?
         let created = libevdev_new_from_fd(fd, &evdev)
         guard created == 0, let evdev else {
-            return "cannot read its capabilities: \(String(cString: strerror(created < 0 ? -created : EIO)))"
+            return .refused(
+                "cannot read its capabilities: \(String(cString: strerror(created < 0 ? -created : EIO)))")
+        }
+        // A contact the compositor saw go down before the grab would never end for it: every later touch would be a
+        // second finger until touchd stops. Grab only a panel with nothing down; the loop asks again when it wakes
+        // for the panel's next events (the lift among them). Checked again after the grab, for a contact that began
+        // in between: then the grab is undone at once, so the compositor reads that contact to its end.
+        let slots = max(Int(libevdev_get_num_slots(evdev)), 0)
+        let down = Self.contactsDown(fd: fd, slots: slots)
+        guard down == 0 else {
+            libevdev_free(evdev)
+            return .waiting(contacts: down)
         }
         let grabbed = libevdev_grab(evdev, LIBEVDEV_GRAB)
         guard grabbed == 0 else {
             libevdev_free(evdev)
             let code = grabbed < 0 ? -grabbed : EIO
-            return code == EBUSY
-                ? "another process has grabbed it (EBUSY)" : "cannot grab it: \(String(cString: strerror(code)))"
+            return .refused(
+                code == EBUSY
+                    ? "another process has grabbed it (EBUSY)" : "cannot grab it: \(String(cString: strerror(code)))")
+        }
+        let downAfterGrab = Self.contactsDown(fd: fd, slots: slots)
+        guard downAfterGrab == 0 else {
+            libevdev_grab(evdev, LIBEVDEV_UNGRAB)
+            libevdev_free(evdev)
+            return .waiting(contacts: downAfterGrab)
         }
         var matrix = [Float](repeating: 0, count: 6)
         _ = libinput_device_config_calibration_get_matrix(handle, &matrix)
@@ -74,12 +92,19 @@ extension LibinputContext {
                 cancelWith: cancelWith)
             if let twinNode = twin.devnode { nodes.twins.insert(twinNode) }
             filtered[device.id] = (evdev, twin)
-            return nil
+            return .grabbed
         } catch {
             libevdev_grab(evdev, LIBEVDEV_UNGRAB)
             libevdev_free(evdev)
-            return error.description
+            return .refused(error.description)
         }
+    }
+
+    /// The contacts down on the panel behind `fd` as the kernel holds them now; 0 when its state cannot be read (the
+    /// grab then goes ahead, as before this check existed).
+    static func contactsDown(fd: Int32, slots: Int) -> Int {
+        let down = touchd_evdev_contacts_down(fd, Int32(clamping: slots))
+        return down > 0 ? Int(down) : 0
     }
 
     private func release(_ id: Int) {

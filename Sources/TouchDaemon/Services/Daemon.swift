@@ -224,6 +224,11 @@ final class Daemon {
                     handOver()
                 }
             }
+            // A grab that waits for contacts to lift (filter mode): the panel's events, the lift among them, woke us.
+            if engine.filterWaits, ready.contains(0) {
+                touchPlan = nil
+                perform(engine.retryWaitingGrabs())
+            }
             if let index = monitorIndex, ready.contains(index) {
                 reachedEngine = true
                 // An input device came or went. libinput got the same uevent at the same moment: dispatch it first so
