@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -152,6 +153,61 @@ static inline unsigned long long touchd_cycles(void) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec;
 #endif
+}
+
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/uinput.h>
+#include <stddef.h>
+
+#if defined(__x86_64__)
+#define TOUCHD_AUDIT_ARCH_NATIVE AUDIT_ARCH_X86_64
+#define TOUCHD_AUDIT_ARCH_COMPAT AUDIT_ARCH_I386
+#define TOUCHD_NR_IOCTL_X32 (0x40000000u | 514u)
+#elif defined(__aarch64__)
+#define TOUCHD_AUDIT_ARCH_NATIVE AUDIT_ARCH_AARCH64
+#define TOUCHD_AUDIT_ARCH_COMPAT AUDIT_ARCH_ARM
+#define TOUCHD_NR_IOCTL_X32 __NR_ioctl
+#else
+#error "touchd's seccomp filter knows x86_64 and aarch64 only"
+#endif
+/// ioctl's number in the 32-bit ABI both architectures run (i386 and arm).
+#define TOUCHD_NR_IOCTL_COMPAT 54u
+
+/// Makes `ioctl(fd, UI_DEV_CREATE)` fail with EPERM for the calling thread and every thread and process it starts from
+/// now on, in every system-call ABI the kernel runs (native, 32-bit compat, x32): nothing under it can create an
+/// input device through uinput, whatever its groups and device permissions allow. Every other call is untouched.
+/// A seccomp filter cannot be removed, and it survives execve. Tries without no_new_privs first (root may); sets it
+/// when the kernel asks for it (EACCES), as under the shipped unit, which sets it anyway. prctl(2), not seccomp(2):
+/// the unit's SystemCallFilter=@system-service allows the first only. 0, or -1 with errno.
+static inline int touchd_forbid_uinput_create(void) {
+    struct sock_filter filter[] = {
+        /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TOUCHD_AUDIT_ARCH_NATIVE, 1, 0),
+        /* 2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TOUCHD_AUDIT_ARCH_COMPAT, 3, 8),
+        /* 3 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 3, 0),
+        /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TOUCHD_NR_IOCTL_X32, 2, 5),
+        /* 6 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TOUCHD_NR_IOCTL_COMPAT, 0, 3),
+        // The request's low 32 bits (little-endian): the kernel takes the request as an unsigned int.
+        /* 8 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+        /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, UI_DEV_CREATE, 0, 1),
+        /* 10 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        /* 11 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = {(unsigned short)(sizeof filter / sizeof filter[0]), filter};
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) == 0) return 0;
+    if (errno != EACCES) return -1;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0);
+}
+
+/// What `ioctl(fd, UI_DEV_CREATE)` answers on the calling thread: 0, or the errno (EPERM under the filter above).
+static inline int touchd_try_uinput_create(int fd) {
+    return ioctl(fd, UI_DEV_CREATE) == 0 ? 0 : errno;
 }
 
 #endif

@@ -22,6 +22,8 @@ enum UnitCheck: String, CaseIterable {
     case setuidCommandFails = "setuid-command-fails-cleanly"
     case unreadableDeviceWaits = "unreadable-device-waits"
     case reloadRescansDevice = "reload-rescans-device"
+    case commandCannotCreateInputDevice = "command-cannot-create-input-device"
+    case filterNeedsRestart = "filter-mode-needs-restart-when-off-at-start"
     case startupSweep = "startup-sweep-under-unit"
     case cleanStop = "clean-stop"
 }
@@ -97,6 +99,10 @@ enum UnitConfig {
             exec = ["/bin/sh", "-c", "exit 3"]
             responds_to = ["f"]
 
+            [targets.uinput]
+            exec = ["/usr/bin/python3", "-c", "\(uinputProbe)"]
+            responds_to = ["u"]
+
             [targets.setuid]
             exec = [\(([setuidProgram] + setuidArguments).map { "\"\($0)\"" }.joined(separator: ", "))]
             responds_to = ["p"]
@@ -117,6 +123,12 @@ enum UnitConfig {
             ]
 
             [[control]]
+            id = "u"
+            kind = "button"
+            frame = { x = 600, y = 600, width = 200, height = 200 }
+            actions = [{ events = ["touchUpInside"], target = "uinput", action = "u" }]
+
+            [[control]]
             id = "p"
             kind = "button"
             frame = { x = 100, y = 600, width = 200, height = 200 }
@@ -124,6 +136,22 @@ enum UnitConfig {
 
             """
     }
+
+    /// Python for the `uinput` command: opens /dev/uinput, asks for UI_DEV_CREATE and writes the errno's name (or
+    /// "created") to the state directory. As a TOML basic string's body.
+    static let uinputProbe = [
+        "import errno, fcntl, os", "try:", " fd = os.open('/dev/uinput', os.O_WRONLY)", " fcntl.ioctl(fd, 0x5501)",
+        " result = 'created'", "except OSError as error:", " result = errno.errorcode[error.errno]",
+        "open('\(UnitPaths.execRecord("uinput"))', 'w').write(result)",
+    ].joined(separator: "\\n")
+
+    /// Appended to ``valid(actionForA:)``: filter mode on.
+    static let filterOn = """
+
+        [filter]
+        enabled = true
+
+        """
 
     /// MESSAGE_IDs the checks expect (Sources/TouchDaemon/Logging/MessageID.swift; the driver does not link touchd).
     static let actionFailedID = "7a342a37fee14f53a5e06244c344c07e"

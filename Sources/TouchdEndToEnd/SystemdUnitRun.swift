@@ -41,6 +41,7 @@ final class SystemdUnitRun {
             try secondInstance()
             try synDroppedJournal()
             try execTarget()
+            try commandCannotCreateInputDevice()
             checkJournal()
             try reloads()
             try watchdog()
@@ -88,6 +89,12 @@ final class SystemdUnitRun {
             ],
             ["/usr/bin/install", "-D", "-m", "0644", "\(units)/touchd.sysusers", UnitPaths.sysusers],
             ["/usr/bin/systemd-sysusers", UnitPaths.sysusers],
+            // The rule that gives /dev/uinput to touchd-uinput, as the package installs it: the check that commands
+            // cannot create input devices needs a /dev/uinput the service's groups can open.
+            ["/usr/bin/install", "-D", "-m", "0644", "\(units)/60-touchd-uinput.rules", FilterRun.udevRule],
+            ["/bin/udevadm", "control", "--reload-rules"],
+            ["/bin/udevadm", "trigger", "--action=add", "--subsystem-match=misc", "--sysname-match=uinput"],
+            ["/bin/udevadm", "settle", "--timeout=20"],
             ["/usr/bin/install", "-d", "-m", "0755", UnitPaths.configDirectory, UnitPaths.scratch],
             [Tool.systemctl, "daemon-reload"],
         ]

@@ -39,6 +39,33 @@ struct CommandTargetTests {
         await runner.shutdown(graceMicroseconds: 100_000)
     }
 
+    /// A command cannot create an input device (UinputGuard): `ioctl(UI_DEV_CREATE)` answers EPERM in the child (on
+    /// /dev/null here; the VM checks /dev/uinput itself), where without the filter it answers ENOTTY. The thread that
+    /// runs the tests is not under the filter: only the commands' thread and what it starts.
+    @Test func commandsCannotCreateInputDevices() async throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let probe = """
+            import errno, fcntl, os
+            fd = os.open("/dev/null", os.O_RDONLY)
+            try:
+                fcntl.ioctl(fd, 0x5501)
+                result = "created"
+            except OSError as error:
+                result = errno.errorcode[error.errno]
+            open("ioctl.out", "w").write(result)
+            """
+        let runner = CommandRunner(logger: testLogger(LineSink.memory()), output: .discarded)
+        runner.configure(["cmd": execTarget(["/usr/bin/python3", "-c", probe], workingDirectory: directory.path)])
+        runner.submit(delivery("go"))
+        #expect(await eventually(within: 90) { runner.statistics["cmd"]?.succeeded == 1 })
+        let answer = try String(contentsOf: directory.appendingPathComponent("ioctl.out"), encoding: .utf8)
+        #expect(answer == "EPERM", "ioctl(UI_DEV_CREATE) in a command answered \(answer)")
+        let status = try String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8)
+        #expect(status.contains("Seccomp:\t0"), "the test's own thread is under a filter")
+        await runner.shutdown(graceMicroseconds: 100_000)
+    }
+
     @Test func shellTargetsRunThroughBinShAndAreLoggedAsSuch() async throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -98,6 +98,24 @@ struct LiveOperationRunTests {
             "stderr:\n\(running.errorText)")
     }
 
+    @Test("with filter mode off, every thread of touchd run is under the filter that forbids creating input devices")
+    func filterModeOffGivesUpUinput() throws {
+        let fixture = try RunCommandTests.Fixture(configuration: RunCommandTests.valid)
+        let running = try fixture.start()
+        defer { if running.process.isRunning { running.signal(SIGKILL) } }
+        #expect(fixture.notify.next()?.first == "READY=1", "stderr:\n\(running.errorText)")
+        let pid = running.process.processIdentifier
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        #expect(tasks.count > 1, "expected touchd's threads, found \(tasks)")
+        for task in tasks {
+            let status = try String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
+            let line = status.split(separator: "\n").first { $0.hasPrefix("Seccomp:") } ?? "none"
+            #expect(line == "Seccomp:\t2", "thread \(task): \(line)")
+        }
+        running.signal(SIGTERM)
+        #expect(running.exitStatus() == 0)
+    }
+
     @Test("a name bound by a socket that does not answer cannot keep touchd from starting either")
     func silentLockIgnored() throws {
         let seat = RunCommandTests.Fixture.uniqueSeat()

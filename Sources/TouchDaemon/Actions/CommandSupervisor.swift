@@ -139,6 +139,9 @@ final class CommandSupervisor: Sendable {
         sigfillset(&mask)
         pthread_sigmask(SIG_SETMASK, &mask, nil)
         shared.withLock { $0.threadID = touchd_gettid() }
+        // Before the first child: no command may create an input device (UinputGuard). If that cannot be made
+        // sure, no command starts.
+        let guardFailure = UinputGuard.forbidOnCallingThread()
 
         var children: [Child] = []
         var terminations: [Termination] = []
@@ -154,6 +157,14 @@ final class CommandSupervisor: Sendable {
             for request in requests {
                 switch request {
                 case .start(let run, let spec, let timeout):
+                    if let guardFailure {
+                        events.finished(
+                            run,
+                            outcome: .notStarted(
+                                description: "not started: touchd cannot keep commands from creating input devices "
+                                    + "(\(guardFailure))", errno: guardFailure.errno))
+                        continue
+                    }
                     switch CommandProcess.spawn(spec, output: output) {
                     case .success(let processID):
                         events.spawned(run, processID: processID)

@@ -57,6 +57,11 @@ struct Run: ParsableCommand {
             notifier.notify(["STATUS=configuration invalid: \(error.lines.first ?? options.config)"])
             throw ExitCode(ExitStatus.configuration)
         }
+        // Filter mode off: touchd never needs to create an input device, so it gives that up now, before any thread
+        // of its own starts (they all inherit it), and a compromised touchd cannot either (UinputGuard).
+        if !configuration.filter.enabled, let failure = UinputGuard.forbidForProcess() {
+            logger.warning("cannot give up creating input devices (filter mode is off): \(failure)")
+        }
         let scene: Scene
         do {
             scene = try configuration.makeScene()

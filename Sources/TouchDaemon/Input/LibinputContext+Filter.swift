@@ -7,6 +7,7 @@ extension LibinputContext {
     /// Whether this process can create uinput devices: filter mode is refused at start without it, so that touchd
     /// never grabs a panel it cannot forward (fault-cases.md F4). Nil when it can, else why not.
     static func uinputProblem(path: String = "/dev/uinput") -> String? {
+        if let problem = UinputGuard.processProblem { return problem }
         let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd < 0 else {
             close(fd)
