@@ -396,4 +396,51 @@ struct HostileConfigurationTests {
         #expect(strict.errorText.contains("\(path): error: the file is writable by its group and others"))
         #expect(fixture.notify.next(within: 1)?.contains("READY=1") == false)
     }
+
+    /// A configuration in a directory others can write to is as unsafe as a writable file: they can rename another
+    /// file into its place (issue 44, item 3a). Every directory the lookup goes through counts; a sticky one (/tmp)
+    /// does not, since only an entry's owner may rename it there.
+    @Test("C5: a directory of the path that others can write to, or that another user owns, is a warning too")
+    func checkDirectoryPermissions() throws {
+        guard geteuid() == 0 else { return }  // giving a directory away takes root
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let open = directory.appendingPathComponent("open").path
+        let inner = open + "/etc"
+        #expect(mkdir(open, 0o755) == 0 && chmod(open, 0o777) == 0)
+        #expect(mkdir(inner, 0o755) == 0)
+        let path = inner + "/touchd.toml"
+        try Data(Self.output.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(chmod(path, 0o644) == 0)
+        let reason =
+            "the directory \(open) is writable by its group and others (owner uid 0, mode 0777): whoever can change it "
+            + "can put another file in the configuration's place, and so decides what touchd does, including the "
+            + "commands it runs; chmod go-w \(open)"
+        let warned = try CheckCommandTests.run(["check", "--config", path])
+        #expect(warned.status == 0)
+        #expect(warned.errorLines == ["\(path): warning: \(reason)"])
+        let refused = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(refused.status == ExitStatus.configuration)
+        #expect(refused.standardOutput == "")
+        #expect(refused.errorLines == ["\(path): error: \(reason)"])
+
+        // Sticky, as /tmp is: nobody but the owner of an entry may rename or remove it.
+        #expect(chmod(open, 0o1777) == 0)
+        let sticky = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(sticky.status == 0)
+        #expect(sticky.standardError == "")
+
+        // Another user's directory: that user can replace the file whatever its mode.
+        #expect(chmod(open, 0o755) == 0)
+        #expect(chown(inner, 65_534, 65_534) == 0)
+        let foreign = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(foreign.status == ExitStatus.configuration)
+        #expect(
+            foreign.errorLines == [
+                "\(path): error: the directory \(inner) is not owned by root (owner uid 65534, mode 0755): whoever can "
+                    + "change it can put another file in the configuration's place, and so decides what touchd does, "
+                    + "including the commands it runs; chown root \(inner)"
+            ])
+    }
+
 }

@@ -1,3 +1,4 @@
+import Glibc
 import TOML
 import TouchModel
 
@@ -32,9 +33,10 @@ enum ConfigurationLoader {
         "LISTEN_PID", "LISTEN_FDNAMES",
     ]
 
-    /// Loads and validates the file at `path`.
-    static func load(path: String) -> Result<Configuration, ConfigurationError> {
-        switch ConfigurationSource.read(path: path) {
+    /// Loads and validates the file at `path`; `examine` sees the status of the file opened
+    /// (``ConfigurationSource/read(path:limit:examine:)``).
+    static func load(path: String, examine: (stat) -> Void = { _ in }) -> Result<Configuration, ConfigurationError> {
+        switch ConfigurationSource.read(path: path, examine: examine) {
         case .failure(let problem): .failure(ConfigurationError(path: path, problems: [problem]))
         case .success(let text): load(text: text, path: path)
         }
