@@ -505,6 +505,10 @@ private struct Decoder {
             target.report("socket", problem)
             return nil
         }
+        // A warning only: the directory may be fixed (or made) after the file is written, as for exec programs.
+        if let warning = SocketPath.sharedDirectoryWarning(path) {
+            warnings.report(target.keyPath("socket"), warning)
+        }
         return Configuration.SocketTarget(path: path, type: type ?? .stream)
     }
 
