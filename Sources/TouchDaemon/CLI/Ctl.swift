@@ -316,6 +316,7 @@ enum CtlFormat {
         if control["highlighted"]?.boolValue == true { words.append("highlighted") }
         if control["tracking"]?.boolValue == true { words.append("tracking") }
         if let value = control["value"]?.doubleValue { words.append("value \(number(value))") }
+        if control["private"]?.boolValue == true { words.append("private") }
         return words.joined(separator: "  ")
     }
 

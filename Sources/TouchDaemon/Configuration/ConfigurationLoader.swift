@@ -168,11 +168,13 @@ private struct Decoder {
         }
 
         var controls: [Control] = []
+        var privateControls: Set<String> = []
         /// Where each control's `to_app = false` comes from (its own key or a group's), for the filter's checks.
         var deadZoneSource: [String: String] = [:]
         let parentOf = Dictionary(groups.map { ($0.id, $0.parent) }, uniquingKeysWith: { first, _ in first })
         for (table, id) in zip(controlTables, controlIDs) {
             let ownToApp = table.bool("to_app").map { (value: $0, path: table.keyPath("to_app")) }
+            let isPrivate = table.bool("private") ?? false
             if var control = decodeControl(
                 table, id: id, bounds: bounds, tracking: tracking, groups: knownGroups, targets: targetsByName,
                 applicationEvents: applicationEvents)
@@ -189,6 +191,7 @@ private struct Decoder {
                     control.toApp = toApp.value
                     if !toApp.value { deadZoneSource[control.id] = toApp.path }
                 }
+                if isPrivate { privateControls.insert(control.id) }
                 controls.append(control)
             }
         }
@@ -233,7 +236,8 @@ private struct Decoder {
             output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
             filter: filter, idle: idle, targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
-            groups: groups, controls: controls, gestures: gestures, warnings: warnings.warnings)
+            groups: groups, controls: controls, gestures: gestures, privateControls: privateControls,
+            warnings: warnings.warnings)
     }
 
     // MARK: - Sections
