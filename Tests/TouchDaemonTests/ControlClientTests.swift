@@ -122,6 +122,55 @@ struct ControlClientTests {
         #expect(fake.finished)
     }
 
+    /// A touchscreen named with `ESC]0;…BEL` retitled the terminal of whoever ran `touchd ctl state` (issue 44):
+    /// the human output shows every control character as an escape; `--json` stays the same JSON value, with DEL, C1
+    /// and bidirectional controls as `\u` escapes; a refusal's message on standard error is escaped too.
+    @Test func controlCharactersFromTheServerAreEscaped() throws {
+        // ESC ] 0 ; owned BEL, then DEL, U+009B (CSI) and U+202E (right-to-left override), raw in the JSON string.
+        let name = #"\u001b]0;owned\u0007"# + "\u{7F}\u{9B}\u{202E}x"
+        let state =
+            #"{"generation":1,"screens":[],"controls":[],"gestures":[],"devices":[{"sysname":"event5","name":""#
+            + name + #"","vendor":"0001","product":"0002","node":"/dev/input/event5"}],"contacts":0}"#
+        for json in [false, true] {
+            let fake = try FakeDaemon { connection in
+                guard connection.readLine() != nil, connection.write(Self.hello + "\n"),
+                    connection.readLine() != nil
+                else { return }
+                _ = connection.write(#"{"type":"response","id":2,"ok":true,"result":"# + state + "}\n")
+                connection.waitForClose()
+            }
+            defer { fake.tearDown() }
+            let result = try ControlSocketRunTests.ctl(
+                ["state", "--socket", fake.path, "--timeout", "30"] + (json ? ["--json"] : []))
+            #expect(result.status == 0, "\(result.error)")
+            #expect(!result.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
+            #expect(!result.output.unicodeScalars.contains { [0x7F, 0x9B, 0x202E].contains($0.value) })
+            if json {
+                let line = try #require(result.output.split(separator: "\n").first)
+                let value = try JSONValue.parse(Array(line.utf8))
+                let device = value["result"]?["devices"]?.arrayValue?.first
+                #expect(device?["name"]?.stringValue == "\u{1B}]0;owned\u{07}\u{7F}\u{9B}\u{202E}x")
+            } else {
+                #expect(
+                    result.output.contains(
+                        #"  event5  \x1b]0;owned\x07\x7f\u009b\u202ex  0001:0002  /dev/input/event5"#))
+            }
+        }
+
+        let refusing = try FakeDaemon { connection in
+            guard connection.readLine() != nil, connection.write(Self.hello + "\n"), connection.readLine() != nil
+            else { return }
+            _ = connection.write(
+                #"{"type":"response","id":2,"ok":false,"error":{"code":"busy","message":"\u001b[2Jgone"}}"# + "\n")
+            connection.waitForClose()
+        }
+        defer { refusing.tearDown() }
+        let refused = try ControlSocketRunTests.ctl(["state", "--socket", refusing.path, "--timeout", "30"])
+        #expect(refused.status == 1)
+        #expect(refused.error.contains(#"\x1b[2Jgone"#), "\(refused.error)")
+        #expect(!refused.error.unicodeScalars.contains { $0.value == 0x1B })
+    }
+
     /// `stats --prometheus` asks for `stats` and prints exactly the exposition of its result, nothing more.
     @Test func statsForPrometheusPrintsTheExposition() throws {
         let fake = try FakeDaemon { connection in

@@ -105,6 +105,36 @@ struct ControlListenerTests {
         #expect(warnings == ["group no-such-group-touchd does not exist; \(root.path)/ok.sock keeps touchd's group"])
     }
 
+    /// Only the socket's own directory was checked: one above it that others could write to let them replace the
+    /// whole directory, socket included (issue 44, item 3b). A sticky one (/tmp) is fine.
+    @Test func refusesADirectoryAboveTheSocketsThatOthersCanChange() throws {
+        let root = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let open = root.path + "/open"
+        #expect(mkdir(open, 0o755) == 0 && chmod(open, 0o777) == 0)
+        let path = open + "/run/c.sock"
+        #expect(
+            ControlListener.create(path: path, group: nil).failureMessage
+                == "the directory \(open) is writable by its group and others (owner uid \(geteuid()), mode 0777): "
+                + "whoever can change it can replace the control socket; refusing to use it")
+        #expect(!FileManager.default.fileExists(atPath: open + "/run"))
+
+        #expect(chmod(open, 0o1777) == 0)
+        let socket = try ControlListener.create(path: path, group: nil).get()
+        var status = stat()
+        #expect(lstat(path, &status) == 0)
+        #expect(status.st_mode & 0o7777 == 0o660)
+        socket.close()
+
+        guard geteuid() == 0 else { return }  // giving a directory away takes root
+        #expect(chmod(open, 0o755) == 0)
+        #expect(chown(open, 65_534, 65_534) == 0)
+        #expect(
+            ControlListener.create(path: path, group: nil).failureMessage
+                == "the directory \(open) is not owned by root (owner uid 65534, mode 0755): whoever can change it can "
+                + "replace the control socket; refusing to use it")
+    }
+
     @Test func acceptsExactlyOnePassedListeningStreamSocket() throws {
         let root = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: root) }

@@ -134,8 +134,10 @@ struct EngineTests {
             return engine.advance(to: now)
         }
 
-        mutating func request(_ command: ControlRequest.Command, client: ControlClientID = 7) -> [Effect] {
-            let request = ControlRequest(client: client, id: .number(1), role: .controller, command: command)
+        mutating func request(
+            _ command: ControlRequest.Command, client: ControlClientID = 7, role: ControlRole = .controller
+        ) -> [Effect] {
+            let request = ControlRequest(client: client, id: .number(1), role: role, command: command)
             return engine.handle(.request(request), now: now, edge: { EdgeStatistics() })
         }
     }
@@ -509,6 +511,81 @@ struct EngineTests {
         #expect(Self.responses(tap).count == 3)
         _ = driver.engine.handle(.disconnected(7), now: driver.now, edge: { EdgeStatistics() })
         #expect(Self.responses(driver.tap(at: 700, 200)).isEmpty)
+    }
+
+    /// An observer subscribed to control events received `digit1`, `digit3`, `digit2` touchUpInside in order: the PIN
+    /// typed on touchd's own controls (issue 44, item 4). `private = true` keeps a control's events, state changes,
+    /// live state and the gestures attached to it from observers; controllers still get them.
+    @Test("a private control's events reach controller subscribers only")
+    func privateControls() throws {
+        let hold = """
+
+            [[gesture]]
+            id = "hold"
+            kind = "long_press"
+            control = "a"
+            minimum_duration_ms = 2000
+
+            """
+        let text =
+            EngineTests.configuration().replacingOccurrences(
+                of: "id = \"a\"\nkind = \"button\"\n", with: "id = \"a\"\nkind = \"button\"\nprivate = true\n")
+            + hold
+        var driver = try Driver(text)
+        _ = driver.plug(1)
+        let observer: ControlClientID = 8
+        let controller: ControlClientID = 9
+        for (client, role) in [(observer, ControlRole.observer), (controller, .controller)] {
+            let filter = ControlSubscriptionFilter()
+            let subscribed = Self.responses(driver.request(.subscribe(filter), client: client, role: role))
+            guard case .subscribed(_, _, let snapshot)? = subscribed.first else {
+                Issue.record("not subscribed: \(subscribed)")
+                return
+            }
+            // The snapshot shows an observer that `a` exists, not whether a finger is on it.
+            let hidden = #"{"id":"a","kind":"button","enabled":true,"private":true}"#
+            #expect(snapshot.contains(hidden) == (role == .observer))
+        }
+        func events(_ effects: [Effect], for client: ControlClientID) -> [String] {
+            Self.responses(effects).compactMap { message -> String? in
+                guard case .event(let event) = message, event.recipients.contains(client) else { return nil }
+                return event.members
+            }
+        }
+        /// The events that name `a` or the gesture attached to it. (The edge swipe covers the whole screen, `a`
+        /// included: its `failed` says a touch happened, not where.)
+        func aboutA(_ effects: [Effect], for client: ControlClientID) -> [String] {
+            events(effects, for: client).filter { $0.contains(#""control":"a""#) || $0.contains(#""gesture":"hold""#) }
+        }
+        // A tap on the private control: the controller sees it, the observer nothing at all.
+        let tap = driver.tap(at: 200, 200)
+        #expect(Self.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
+        #expect(aboutA(tap, for: observer) == [])
+        #expect(aboutA(tap, for: controller).contains { $0.contains(#""gesture":"hold","event":"failed""#) })
+        #expect(events(tap, for: controller).contains { $0.contains(#""control":"a","event":"touchUpInside""#) })
+        // A state change over the socket: the same.
+        let set = driver.request(.set(control: "a", enabled: nil, selected: true, value: nil))
+        #expect(events(set, for: observer) == [])
+        #expect(events(set, for: controller).count == 1)
+        // While a finger is on it, an observer's `state` does not say so.
+        _ = driver.frame([.down(0, 200, 200)])
+        let polled = Self.responses(driver.request(.state, client: observer, role: .observer))
+        guard case .response(_, _, let state)? = polled.first else {
+            Issue.record("no state: \(polled)")
+            return
+        }
+        #expect(state.contains(#"{"id":"a","kind":"button","enabled":true,"private":true}"#))
+        #expect(!state.contains(#""id":"a","kind":"button","enabled":true,"selected""#))
+        _ = driver.frame([.up(0)])
+        // Another control's tap reaches both.
+        let other = driver.tap(at: 700, 200)
+        #expect(events(other, for: observer).contains { $0.contains(#""control":"b","event":"touchUpInside""#) })
+        #expect(events(other, for: controller).contains { $0.contains(#""control":"b","event":"touchUpInside""#) })
+        // After a reload the subscriptions follow the new scene, and `a` stays hidden from the observer.
+        _ = driver.engine.reload(.loaded(try EngineTests.load(text)), path: "x.toml", now: driver.now)
+        let again = driver.tap(at: 200, 200)
+        #expect(aboutA(again, for: observer) == [])
+        #expect(events(again, for: controller).contains { $0.contains(#""control":"a","event":"touchUpInside""#) })
     }
 
     @Test("an unknown name gets the closest known one when it looks like a typo, and no search when too costly")

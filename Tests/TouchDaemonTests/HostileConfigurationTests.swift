@@ -27,6 +27,51 @@ struct HostileConfigurationTests {
 
     // MARK: - Socket paths
 
+    /// A socket target in a directory every local user can write to can be bound first by anyone, who then receives
+    /// every action touchd sends with its position (issue 44, item 3c): a warning at the key, with the fix.
+    @Test("a socket target in a shared writable directory is a warning naming the directory and the fix")
+    func socketTargetInSharedDirectory() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sticky = directory.appendingPathComponent("sticky").path
+        let open = directory.appendingPathComponent("open").path
+        let own = directory.appendingPathComponent("own").path
+        for (folder, mode) in [(sticky, 0o1777), (open, 0o777), (own, 0o750)] {
+            #expect(mkdir(folder, 0o700) == 0 && chmod(folder, mode_t(mode)) == 0)
+        }
+        let paths = [
+            "/tmp/kiosk.sock", "/var/tmp/kiosk.sock", "/dev/shm/kiosk.sock", "/tmp/kiosk-touchd-missing/touch.sock",
+            sticky + "/k.sock", open + "/k.sock", own + "/k.sock", "/run/kiosk/touch.sock",
+        ]
+        var text = Self.output
+        for (index, path) in paths.enumerated() {
+            text += "\n[targets.t\(index)]\nsocket = \"\(path)\"\nresponds_to = [\"a\"]\n"
+        }
+        let warnings = Self.warningLines(ConfigurationLoader.load(text: text, path: "p.toml"), path: "p.toml")
+        func warning(_ index: Int, _ path: String, under shared: String) -> String {
+            "PATH:\(6 + 4 * index):1: warning: targets.t\(index).socket: '\(path)' is under \(shared), a directory "
+                + "every local user can write to: another user can create the socket (or its directory) there first, "
+                + "or again after the kiosk application stops, and receive every action touchd sends, with its "
+                + "position; put it in a directory only the kiosk's user can write, such as /run/kiosk"
+        }
+        #expect(
+            warnings == [
+                warning(0, paths[0], under: "/tmp"), warning(1, paths[1], under: "/var/tmp"),
+                warning(2, paths[2], under: "/dev/shm"), warning(3, paths[3], under: "/tmp"),
+                warning(4, paths[4], under: sticky), warning(5, paths[5], under: open),
+            ])
+
+        // touchd check prints it (and touchd run logs it) like every other warning.
+        let config = directory.appendingPathComponent("touchd.toml").path
+        try Data((Self.output + "\n[targets.kiosk]\nsocket = \"/tmp/kiosk.sock\"\nresponds_to = [\"a\"]\n").utf8)
+            .write(to: URL(fileURLWithPath: config))
+        let checked = try CheckCommandTests.run(["check", "--config", config])
+        #expect(checked.status == 0)
+        #expect(checked.errorLines.count == 1)
+        let expected = "\(config):6:1: warning: targets.kiosk.socket: '/tmp/kiosk.sock' is under /tmp"
+        #expect(checked.errorLines.first?.hasPrefix(expected) == true)
+    }
+
     @Test(
         "a socket path the kernel cannot bind as written is refused with the reason",
         arguments: [
@@ -396,4 +441,51 @@ struct HostileConfigurationTests {
         #expect(strict.errorText.contains("\(path): error: the file is writable by its group and others"))
         #expect(fixture.notify.next(within: 1)?.contains("READY=1") == false)
     }
+
+    /// A configuration in a directory others can write to is as unsafe as a writable file: they can rename another
+    /// file into its place (issue 44, item 3a). Every directory the lookup goes through counts; a sticky one (/tmp)
+    /// does not, since only an entry's owner may rename it there.
+    @Test("C5: a directory of the path that others can write to, or that another user owns, is a warning too")
+    func checkDirectoryPermissions() throws {
+        guard geteuid() == 0 else { return }  // giving a directory away takes root
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let open = directory.appendingPathComponent("open").path
+        let inner = open + "/etc"
+        #expect(mkdir(open, 0o755) == 0 && chmod(open, 0o777) == 0)
+        #expect(mkdir(inner, 0o755) == 0)
+        let path = inner + "/touchd.toml"
+        try Data(Self.output.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(chmod(path, 0o644) == 0)
+        let reason =
+            "the directory \(open) is writable by its group and others (owner uid 0, mode 0777): whoever can change it "
+            + "can put another file in the configuration's place, and so decides what touchd does, including the "
+            + "commands it runs; chmod go-w \(open)"
+        let warned = try CheckCommandTests.run(["check", "--config", path])
+        #expect(warned.status == 0)
+        #expect(warned.errorLines == ["\(path): warning: \(reason)"])
+        let refused = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(refused.status == ExitStatus.configuration)
+        #expect(refused.standardOutput == "")
+        #expect(refused.errorLines == ["\(path): error: \(reason)"])
+
+        // Sticky, as /tmp is: nobody but the owner of an entry may rename or remove it.
+        #expect(chmod(open, 0o1777) == 0)
+        let sticky = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(sticky.status == 0)
+        #expect(sticky.standardError == "")
+
+        // Another user's directory: that user can replace the file whatever its mode.
+        #expect(chmod(open, 0o755) == 0)
+        #expect(chown(inner, 65_534, 65_534) == 0)
+        let foreign = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        #expect(foreign.status == ExitStatus.configuration)
+        #expect(
+            foreign.errorLines == [
+                "\(path): error: the directory \(inner) is not owned by root (owner uid 65534, mode 0755): whoever can "
+                    + "change it can put another file in the configuration's place, and so decides what touchd does, "
+                    + "including the commands it runs; chown root \(inner)"
+            ])
+    }
+
 }

@@ -100,6 +100,23 @@ struct JournalFieldTests {
                 == "<4>command failed target=click")
     }
 
+    /// A device named `ESC]0;…BEL` retitled the terminal that showed touchd's log (issue 44): the text of a line and
+    /// of the journal's MESSAGE shows control characters as escapes; the TOUCHD_ field keeps the name as it is.
+    @Test func controlCharactersInTheTextAreEscaped() {
+        let name = "\u{1B}]0;owned\u{07}\u{9B}\u{202E}"
+        let metadata: Logger.Metadata = ["device.name": "\(name)"]
+        for style in [JournalLogHandler.Style.terminal, .journal] {
+            let line = JournalLogHandler.format(
+                level: .info, message: "touchscreen added \u{1B}[2J", metadata: metadata, style: style)
+            #expect(line.hasSuffix(#"touchscreen added \x1b[2J device.name=\x1b]0;owned\x07\u009b\u202e"#))
+        }
+        let fields = JournalLogHandler.journalFields(
+            level: .info, message: "two\nlines\u{07}", metadata: metadata, code: nil)
+        let values = Dictionary(fields.map { ($0.name, $0.value) }) { first, _ in first }
+        #expect(values["MESSAGE"] == #"two"# + "\n" + #"lines\x07 device.name=\x1b]0;owned\x07\u009b\u202e"#)
+        #expect(values["TOUCHD_DEVICE_NAME"] == name)
+    }
+
     /// Through a real datagram socket standing in for journald: one datagram per message, in the native format.
     @Test func theHandlerSendsOneDatagramPerMessage() throws {
         let directory = try TestSupport.makeTemporaryDirectory()

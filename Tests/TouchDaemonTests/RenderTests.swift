@@ -75,6 +75,64 @@ struct RenderTests {
         #expect(try Self.leftovers(in: directory) == [])
     }
 
+    /// As root with fs.protected_symlinks=1, another user's `ln -s /run/victim /tmp/layout.svg` made
+    /// `touchd render --output /tmp/layout.svg` replace /run/victim: realpath followed the link, which the kernel would
+    /// not have (issue 44). Giving the link away takes root; as anyone else, the test has nothing to give.
+    @Test("a link in a sticky world-writable directory is followed only if it is the caller's or the directory owner's")
+    func protectedSymlinks() throws {
+        guard geteuid() == 0 else { return }
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let shared = directory.appendingPathComponent("shared").path
+        #expect(mkdir(shared, 0o755) == 0)
+        #expect(chmod(shared, 0o1777) == 0)
+        let victim = directory.appendingPathComponent("victim").path
+        try Data("old".utf8).write(to: URL(fileURLWithPath: victim))
+        let link = shared + "/layout.svg"
+        #expect(symlink(victim, link) == 0)
+        #expect(lchown(link, 65_534, 65_534) == 0)
+        let resolved = try #require(realpath(shared, nil))
+        let sharedResolved = String(cString: resolved)
+        free(resolved)
+
+        let refused = try Self.render(to: link)
+        #expect(refused.status == ExitStatus.cannotCreate)
+        #expect(refused.standardOutput == "")
+        #expect(
+            refused.errorLines == [
+                "\(link): error: refusing to follow the symbolic link \(sharedResolved)/layout.svg: it belongs to uid "
+                    + "65534, and sits in \(sharedResolved), a sticky directory anyone can write to (mode 1777, owner "
+                    + "uid 0); such a link is followed only when it belongs to the user writing (uid 0) or to the "
+                    + "directory's owner, the rule of the kernel's fs.protected_symlinks, since anyone can plant one "
+                    + "there pointing at any file; remove the link or write elsewhere"
+            ])
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "old")
+        #expect(Self.type(of: link) == S_IFLNK)
+        #expect(try Self.leftovers(in: URL(fileURLWithPath: shared)) == [])
+
+        // The same link reached through a directory link on the way is refused too.
+        let alias = directory.appendingPathComponent("alias").path
+        #expect(symlink(shared, alias) == 0)
+        #expect(try Self.render(to: alias + "/layout.svg").status == ExitStatus.cannotCreate)
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "old")
+
+        // The directory's owner's link is followed, as the kernel would.
+        #expect(chown(shared, 65_534, 65_534) == 0)
+        let owners = try Self.render(to: link)
+        #expect(owners.status == 0)
+        #expect(try String(contentsOfFile: victim, encoding: .utf8).hasPrefix("<?xml"))
+
+        // The caller's own link is followed, as before.
+        #expect(chown(shared, 0, 0) == 0)
+        try Data("old".utf8).write(to: URL(fileURLWithPath: victim))
+        #expect(lchown(link, 0, 0) == 0)
+        let own = try Self.render(to: link)
+        #expect(own.status == 0)
+        #expect(own.standardError == "")
+        #expect(try String(contentsOfFile: victim, encoding: .utf8).hasPrefix("<?xml"))
+        #expect(Self.type(of: link) == S_IFLNK)
+    }
+
     @Test("a link to nothing is refused: no file is created where it points")
     func danglingLink() throws {
         let directory = try TestSupport.makeTemporaryDirectory()

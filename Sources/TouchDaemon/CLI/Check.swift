@@ -10,9 +10,11 @@ struct Check: ParsableCommand {
             problems on standard error, one per line, as PATH:LINE:COLUMN: error: KEY.PATH: MESSAGE, or as \
             PATH: error: KEY.PATH: MESSAGE when the position is not known (the first 100, then how many more). \
             Warnings, which leave the exit status alone, have the same form with warning: instead of error:. They \
-            are about a file others can change (refused with --strict-permissions), command programs that are \
-            missing, not executable or under a directory anyone can write to, and layouts that cannot work as \
-            written: a group no screen lists, a control hidden entirely under an enabled one above it.
+            are about a file others can change, itself or through a directory on its path (refused with \
+            --strict-permissions), command programs that are missing, not executable or under a directory anyone \
+            can write to, socket targets in a directory every local user can write to (/tmp), and layouts that \
+            cannot work as written: a group no screen lists, a control hidden entirely under an enabled one above \
+            it.
             """
     )
 

@@ -35,8 +35,8 @@ struct ConfigOption: ParsableArguments {
 struct PermissionsOption: ParsableArguments {
     @Flag(
         help: """
-            Refuse a configuration file that others can change (group- or world-writable, or owned by neither root \
-            nor touchd's user) instead of warning about it.
+            Refuse a configuration file that others can change (group- or world-writable, owned by neither root \
+            nor touchd's user, or in a directory that is) instead of warning about it.
             """)
     var strictPermissions = false
 }

@@ -10,7 +10,8 @@ struct Ctl: ParsableCommand {
             The socket is --socket PATH; else [control_socket] socket of --config PATH; else of \
             /etc/touchd/touchd.toml when it is readable; else /run/touchd/control.sock. Only that key is read, so a \
             file with other problems still names its socket. Options may come before or after the verb. \
-            Human-readable output by default; --json prints the server's lines as received, for scripts. Exit \
+            Human-readable output by default, with control characters shown as escapes (\\x1b); --json prints the \
+            server's lines as received, for scripts, with DEL, C1 and bidirectional controls as \\u escapes. Exit \
             status: 0 done, 1 touchd refused the request (its error code and message on stderr), 69 cannot \
             connect or the connection was lost (or touchd did not answer within --timeout), 76 touchd's answer \
             broke the protocol (not JSON, a response to another request, a line over 1 MiB), 78 the configuration \
@@ -80,9 +81,9 @@ struct CtlOptions: ParsableArguments {
         do {
             let response = try client.request(type, members: members)
             if json {
-                print(response.text)
+                print(TerminalText.jsonLine(response.text))
             } else {
-                for line in human(response.value["result"] ?? .null) { print(line) }
+                for line in human(response.value["result"] ?? .null) { printUntrusted(line) }
             }
         } catch {
             throw fail(error)
@@ -249,14 +250,18 @@ struct CtlSubscribe: ParsableCommand {
         do throws(ControlClient.Failure) {
             let response = try client.request("subscribe", members: members.members)
             if options.json {
-                print(response.text)
+                print(TerminalText.jsonLine(response.text))
             } else {
-                for line in CtlFormat.state(response.value["result"] ?? .null) { print(line) }
+                for line in CtlFormat.state(response.value["result"] ?? .null) { printUntrusted(line) }
                 print("-- events --")
             }
             fflush(nil)
             try client.stream(count: count) { line in
-                print(options.json ? line.text : CtlFormat.event(line.value))
+                if options.json {
+                    print(TerminalText.jsonLine(line.text))
+                } else {
+                    printUntrusted(CtlFormat.event(line.value))
+                }
                 return line.value["type"]?.stringValue == "event"
             }
         } catch {
@@ -311,6 +316,7 @@ enum CtlFormat {
         if control["highlighted"]?.boolValue == true { words.append("highlighted") }
         if control["tracking"]?.boolValue == true { words.append("tracking") }
         if let value = control["value"]?.doubleValue { words.append("value \(number(value))") }
+        if control["private"]?.boolValue == true { words.append("private") }
         return words.joined(separator: "  ")
     }
 

@@ -57,7 +57,11 @@ struct CtlMonitor: ParsableCommand {
                 guard line.value["type"]?.stringValue == "event", line.value["kind"]?.stringValue == "contact" else {
                     return false
                 }
-                print(options.json ? line.text : CtlFormat.contact(line.value, origin: &origin))
+                if options.json {
+                    print(TerminalText.jsonLine(line.text))
+                } else {
+                    printUntrusted(CtlFormat.contact(line.value, origin: &origin))
+                }
                 return true
             }
         } catch {

@@ -4,7 +4,8 @@ import Glibc
 ///
 /// `-` is standard output. Any other path must name a regular file or nothing:
 /// - a symbolic link is followed to the regular file it names; a link to nothing is refused rather than creating a
-///   file wherever it points (the classic link planted in a shared directory);
+///   file wherever it points (the classic link planted in a shared directory), and so is any link on the way that the
+///   kernel's fs.protected_symlinks rule would not follow (someone else's link in /tmp), whatever the sysctl says;
 /// - a device, FIFO, socket or directory is refused before it is opened: opening some devices has effects of its own,
 ///   a FIFO blocks, and replacing one (as root, `--output /dev/full` used to replace the device node with a file)
 ///   breaks the system.
@@ -41,18 +42,32 @@ enum OutputFile {
         var status = stat()
         var target = path
         var through = ""
-        if lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK {
-            // realpath resolves every link on the way, so the rename below lands on the file itself, not on the link.
-            guard let resolved = realpath(path, nil) else {
-                return .failure(
-                    Failure(
-                        description:
-                            "refusing to write: it is a symbolic link to nothing (\(message(errno))); render does not "
-                            + "create files through links"))
+        // Links are followed here, one at a time, rather than by realpath or the kernel: realpath reads them with
+        // readlink, which the kernel's fs.protected_symlinks never checks, so a link planted in /tmp made root's
+        // render replace whatever it named (issue 44). Each link is checked against that rule instead.
+        let isLink = lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
+        switch resolve(path) {
+        case .failure(.refused(let failure)):
+            return .failure(failure)
+        case .failure(.lookup(let error)):
+            guard isLink else { break }  // nothing through a link: the write below reports it in its own words
+            return .failure(
+                Failure(
+                    description:
+                        "refusing to write: it is a symbolic link to nothing (\(message(error))); render does not "
+                        + "create files through links"))
+        case .success(let resolution):
+            if resolution.followedLink { target = resolution.path }
+            if isLink {
+                guard resolution.exists else {
+                    return .failure(
+                        Failure(
+                            description:
+                                "refusing to write: it is a symbolic link to nothing (\(message(ENOENT))); render does "
+                                + "not create files through links"))
+                }
+                through = "it is a symbolic link to \(target), "
             }
-            target = String(cString: resolved)
-            free(resolved)
-            through = "it is a symbolic link to \(target), "
         }
         var existing: stat?
         if stat(target, &status) == 0 {
@@ -70,6 +85,93 @@ enum OutputFile {
             return .failure(Failure(description: "cannot write: the path names a directory"))
         }
         return replace(target, with: bytes, keeping: existing).map { .file(target) }
+    }
+
+    /// Why ``resolve(_:)`` stopped.
+    private enum ResolutionFailure: Error {
+        /// A link the kernel's fs.protected_symlinks rule would not follow.
+        case refused(Failure)
+        /// A directory on the way is missing or unreadable, or links loop: the errno.
+        case lookup(Int32)
+    }
+
+    /// Where a path leads once every symbolic link on the way is followed.
+    private struct Resolution {
+        /// The path with no links left (absolute when any was followed).
+        var path: String
+        var followedLink: Bool
+        /// Whether the last component exists; a missing one is where a new file goes.
+        var exists: Bool
+    }
+
+    /// Follows the symbolic links of `path` as the kernel's path walk does, applying the rule of fs.protected_symlinks
+    /// (proc_sys_fs(5)) to each one whatever the sysctl says: a link in a sticky world-writable directory (/tmp) is
+    /// followed only when it belongs to the caller (the effective uid) or to the directory's owner. Anyone can put a
+    /// link in /tmp; only those two can be trusted to have chosen where it points.
+    private static func resolve(_ path: String) -> Result<Resolution, ResolutionFailure> {
+        var resolved = ""  // no links in it; "" is the root directory
+        if !path.hasPrefix("/") {
+            guard let directory = getcwd(nil, 0) else { return .failure(.lookup(errno)) }
+            resolved = String(cString: directory)
+            free(directory)
+            if resolved == "/" { resolved = "" }
+        }
+        var pending = path.split(separator: "/").reversed().map(String.init)
+        var followedLink = false
+        var links = 0
+        while let name = pending.popLast() {
+            if name == "." { continue }
+            if name == ".." {
+                resolved = resolved.lastIndex(of: "/").map { String(resolved[..<$0]) } ?? ""
+                continue
+            }
+            let candidate = resolved + "/" + name
+            var status = stat()
+            guard lstat(candidate, &status) == 0 else {
+                let error = errno
+                if error == ENOENT && pending.isEmpty {
+                    return .success(
+                        Resolution(path: followedLink ? candidate : path, followedLink: followedLink, exists: false))
+                }
+                return .failure(.lookup(error))
+            }
+            guard status.st_mode & S_IFMT == S_IFLNK else {
+                resolved = candidate
+                continue
+            }
+            links += 1
+            // The kernel's own limit (MAXSYMLINKS) on the links one lookup follows.
+            guard links <= 40 else { return .failure(.lookup(ELOOP)) }
+            let parent = resolved.isEmpty ? "/" : resolved
+            if let refusal = protectedLinkProblem(
+                link: candidate, owner: status.st_uid, directory: parent, user: geteuid())
+            {
+                return .failure(.refused(Failure(description: refusal)))
+            }
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let length = readlink(candidate, &buffer, buffer.count - 1)
+            guard length >= 0 else { return .failure(.lookup(errno)) }
+            let destination = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if destination.hasPrefix("/") { resolved = "" }
+            pending += destination.split(separator: "/").reversed().map(String.init)
+            followedLink = true
+        }
+        return .success(Resolution(path: followedLink ? resolved : path, followedLink: followedLink, exists: true))
+    }
+
+    /// Why the link at `link`, owned by `owner`, in `directory`, is not to be followed by `user`, or nil: the rule of
+    /// fs.protected_symlinks (a sticky world-writable directory, a link owned by neither `user` nor the directory's
+    /// owner).
+    static func protectedLinkProblem(link: String, owner: uid_t, directory: String, user: uid_t) -> String? {
+        var status = stat()
+        guard stat(directory, &status) == 0, status.st_mode & (S_ISVTX | S_IWOTH) == S_ISVTX | S_IWOTH,
+            owner != user, owner != status.st_uid
+        else { return nil }
+        return "refusing to follow the symbolic link \(link): it belongs to uid \(owner), and sits in \(directory), a "
+            + "sticky directory anyone can write to (mode \(ExecutableProgram.mode(status.st_mode)), owner uid "
+            + "\(status.st_uid)); such a link is followed only when it belongs to the user writing (uid \(user)) or to "
+            + "the directory's owner, the rule of the kernel's fs.protected_symlinks, since anyone can plant one there "
+            + "pointing at any file; remove the link or write elsewhere"
     }
 
     /// Writes a temporary file next to `target` and renames it over `target`.

@@ -184,6 +184,10 @@ struct Configuration: Sendable {
     var groups: [Group]
     var controls: [Control]
     var gestures: [Gesture]
+    /// The controls with `private = true`: their events, state changes and live state (and the events of gestures
+    /// attached to them) reach controller clients of the control socket only, never observers (issue 44). The same key
+    /// keeps a control's value out of speech.
+    var privateControls: Set<String> = []
     /// What may be wrong without making the file unusable (a command target's program missing, for one); `touchd
     /// check` prints them and `touchd run` logs them at every load.
     var warnings: [ConfigurationProblem] = []
@@ -201,6 +205,16 @@ struct Configuration: Sendable {
                 maximumContacts: tracking.maximumContacts, stuckContactTimeout: tracking.stuckContactTimeout,
                 app: filter.app)
         )
+    }
+
+    /// Whether an observer of the control socket may learn of `id`'s touches: false for a private control, and for a
+    /// gesture recognizer attached to one (`control = ID`).
+    func isPrivate(control id: String) -> Bool { privateControls.contains(id) }
+
+    /// Whether gesture `id` is attached to a private control.
+    func isPrivate(gesture id: String) -> Bool {
+        guard !privateControls.isEmpty else { return false }
+        return gestures.first { $0.id == id }?.control.map(privateControls.contains) ?? false
     }
 
     /// The name of an event, using the configuration's names for application events.

@@ -1,3 +1,4 @@
+import Glibc
 import TOML
 import TouchModel
 
@@ -32,9 +33,10 @@ enum ConfigurationLoader {
         "LISTEN_PID", "LISTEN_FDNAMES",
     ]
 
-    /// Loads and validates the file at `path`.
-    static func load(path: String) -> Result<Configuration, ConfigurationError> {
-        switch ConfigurationSource.read(path: path) {
+    /// Loads and validates the file at `path`; `examine` sees the status of the file opened
+    /// (``ConfigurationSource/read(path:limit:examine:)``).
+    static func load(path: String, examine: (stat) -> Void = { _ in }) -> Result<Configuration, ConfigurationError> {
+        switch ConfigurationSource.read(path: path, examine: examine) {
         case .failure(let problem): .failure(ConfigurationError(path: path, problems: [problem]))
         case .success(let text): load(text: text, path: path)
         }
@@ -166,11 +168,13 @@ private struct Decoder {
         }
 
         var controls: [Control] = []
+        var privateControls: Set<String> = []
         /// Where each control's `to_app = false` comes from (its own key or a group's), for the filter's checks.
         var deadZoneSource: [String: String] = [:]
         let parentOf = Dictionary(groups.map { ($0.id, $0.parent) }, uniquingKeysWith: { first, _ in first })
         for (table, id) in zip(controlTables, controlIDs) {
             let ownToApp = table.bool("to_app").map { (value: $0, path: table.keyPath("to_app")) }
+            let isPrivate = table.bool("private") ?? false
             if var control = decodeControl(
                 table, id: id, bounds: bounds, tracking: tracking, groups: knownGroups, targets: targetsByName,
                 applicationEvents: applicationEvents)
@@ -187,6 +191,7 @@ private struct Decoder {
                     control.toApp = toApp.value
                     if !toApp.value { deadZoneSource[control.id] = toApp.path }
                 }
+                if isPrivate { privateControls.insert(control.id) }
                 controls.append(control)
             }
         }
@@ -231,7 +236,8 @@ private struct Decoder {
             output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
             filter: filter, idle: idle, targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
-            groups: groups, controls: controls, gestures: gestures, warnings: warnings.warnings)
+            groups: groups, controls: controls, gestures: gestures, privateControls: privateControls,
+            warnings: warnings.warnings)
     }
 
     // MARK: - Sections
@@ -502,6 +508,10 @@ private struct Decoder {
         if let problem = SocketPath.problem(path) {
             target.report("socket", problem)
             return nil
+        }
+        // A warning only: the directory may be fixed (or made) after the file is written, as for exec programs.
+        if let warning = SocketPath.sharedDirectoryWarning(path) {
+            warnings.report(target.keyPath("socket"), warning)
         }
         return Configuration.SocketTarget(path: path, type: type ?? .stream)
     }

@@ -7,8 +7,12 @@ enum ConfigurationSource {
     static let maximumSize = 1 << 20
 
     /// The file's text, or the reason it cannot be used: not a regular file, larger than `limit`
-    /// bytes, not UTF-8 or holding NUL bytes.
-    static func read(path: String, limit: Int = maximumSize) -> Result<String, ConfigurationProblem> {
+    /// bytes, not UTF-8 or holding NUL bytes. `examine` sees the status of the regular file opened (fstat of the
+    /// descriptor that is read, so a check of its owner and mode is about these bytes, not whatever the path names a
+    /// moment earlier or later), before it is read.
+    static func read(
+        path: String, limit: Int = maximumSize, examine: (stat) -> Void = { _ in }
+    ) -> Result<String, ConfigurationProblem> {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         guard descriptor >= 0 else {
             return .failure(ConfigurationProblem("cannot open: \(String(cString: strerror(errno)))"))
@@ -21,6 +25,7 @@ enum ConfigurationSource {
         guard (status.st_mode & S_IFMT) == S_IFREG else {
             return .failure(ConfigurationProblem("not a regular file"))
         }
+        examine(status)
         guard status.st_size <= limit else {
             return .failure(ConfigurationProblem("file is \(status.st_size) bytes; the limit is \(limit)"))
         }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The socket paths a configuration may give (a socket target's `socket`, `[control_socket] socket`).
 enum SocketPath {
     /// The most bytes of a path in sun_path: 108 with the terminating NUL.
@@ -21,6 +23,47 @@ enum SocketPath {
         }
         guard !path.hasSuffix("/") else {
             return "'\(path)' ends with '/': name the socket file, not a directory"
+        }
+        return nil
+    }
+
+    /// Directories every local user may write to by design: named, so that `touchd check` says the same whatever
+    /// machine it runs on.
+    static let sharedDirectories = ["/tmp", "/var/tmp", "/dev/shm"]
+
+    /// Why a socket target at `path` (valid by ``problem(_:)``) could reach an impostor, or nil: it lies under a
+    /// directory every local user can write to, where anyone can bind the path first, or again after the kiosk
+    /// application stops, and receive every action touchd sends with its position (issue 44).
+    static func sharedDirectoryWarning(_ path: String) -> String? {
+        guard let shared = sharedDirectory(holding: path) else { return nil }
+        return "'\(path)' is under \(shared), a directory every local user can write to: another user can create the "
+            + "socket (or its directory) there first, or again after the kiosk application stops, and receive every "
+            + "action touchd sends, with its position; put it in a directory only the kiosk's user can write, such as "
+            + "/run/kiosk"
+    }
+
+    /// The shared directory the socket at `path` would be created in: its own directory when that is shared, else,
+    /// while that directory does not exist (anyone could create it), the nearest one above it that does, when that is
+    /// shared. Shared: one of ``sharedDirectories``, or any directory others may write to, sticky or not.
+    static func sharedDirectory(holding path: String) -> String? {
+        var components: [Substring] = []
+        for component in path.split(separator: "/") {
+            switch component {
+            case ".": continue
+            case "..": _ = components.popLast()
+            default: components.append(component)
+            }
+        }
+        _ = components.popLast()  // the socket's own name
+        while !components.isEmpty {
+            let directory = "/" + components.joined(separator: "/")
+            if sharedDirectories.contains(directory) { return directory }
+            var status = stat()
+            if stat(directory, &status) == 0 {
+                let shared = status.st_mode & S_IFMT == S_IFDIR && status.st_mode & S_IWOTH != 0
+                return shared ? directory : nil
+            }
+            components.removeLast()
         }
         return nil
     }

@@ -113,8 +113,9 @@ enum ControlListener {
     // MARK: - Standalone
 
     /// Creates the socket at `path` (docs/control-socket.md, "Standalone"): the directory 0750 if missing (refused
-    /// if it exists but is not a directory owned by us or root, or is writable by group or others), a leftover
-    /// socket that nobody answers removed (anything else at the path refused), bound and made 0660 before it listens,
+    /// if it exists but is not a directory owned by us or root, or is writable by group or others, and refused as well
+    /// when a directory above it is owned by another user or writable by group or others without the sticky bit), a
+    /// leftover socket that nobody answers removed (anything else at the path refused), made 0660 before it is bound,
     /// its group set to `group` when that group exists. `warn` hears about what did not stop the socket from
     /// working (a missing group, a failed chown).
     static func create(
@@ -133,6 +134,13 @@ enum ControlListener {
                     message: "the control socket path is \(bytes.count) bytes long; at most \(maxPathBytes) fit"))
         }
         let directory = directoryName(path)
+        // Every directory above the socket's own: whoever may change one of them may move the socket's directory
+        // aside and put one of their own, with their socket, in its place.
+        if let finding = DirectoryTrust.findings(leadingTo: directory, user: geteuid()).first {
+            return .failure(
+                ControlListenerError(
+                    message: "\(finding): whoever can change it can replace the control socket; refusing to use it"))
+        }
         if let problem = prepareDirectory(directory) { return .failure(problem) }
         if let problem = clearPath(path) { return .failure(problem) }
 
@@ -140,6 +148,14 @@ enum ControlListener {
             AF_UNIX, Int32(bitPattern: SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
             return .failure(ControlListenerError(message: "cannot create a socket: \(UnixSocket.describe(errno))"))
+        }
+        // The mode goes on the socket before `bind`, which creates the file with it less the umask: the file is never
+        // more open than 0660, not even between `bind` and the chmod below.
+        guard fchmod(descriptor, 0o660) == 0 else {
+            let error = errno
+            Glibc.close(descriptor)
+            return .failure(
+                ControlListenerError(message: "cannot set the mode of the socket: \(UnixSocket.describe(error))"))
         }
         var address = resolved.address
         let bound = withUnsafePointer(to: &address) {
@@ -150,11 +166,12 @@ enum ControlListener {
             Glibc.close(descriptor)
             return .failure(ControlListenerError(message: "cannot bind \(path): \(UnixSocket.describe(error))"))
         }
-        // 0660 before `listen`: until then nobody can connect, whatever mode the umask gave the file at `bind`. (Not by
-        // setting the umask around `bind`: the umask is the process's, and a file that another thread created, or a
-        // command that the runner started, in that moment got 0117 instead of its own: the tests saw directories made
-        // 0660 by their neighbours.)
-        guard chmod(path, 0o660) == 0 else {
+        // 0660 before `listen`, in case the umask took bits away at `bind` (a service's UMask=0077 would leave the
+        // group out): until then nobody can connect. (Not by setting the umask around `bind`: the umask is the
+        // process's, and a file that another thread created, or a command that the runner started, in that moment got
+        // 0117 instead of its own: the tests saw directories made 0660 by their neighbours.) Without following a
+        // link: every directory on the way was checked above, so only root or touchd could have put one there.
+        guard fchmodat(AT_FDCWD, path, 0o660, AT_SYMLINK_NOFOLLOW) == 0 else {
             let error = errno
             Glibc.close(descriptor)
             unlink(path)

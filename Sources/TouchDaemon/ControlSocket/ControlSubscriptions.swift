@@ -6,7 +6,11 @@ import TouchModel
 /// come in the same order as every other target's, and a subscriber never holds or delays a touch.
 ///
 /// Kinds that are not control or gesture events (state, screen, device, config) do not go through the scene; the
-/// input thread asks ``recipients(of:control:)`` who gets them.
+/// input thread asks ``recipients(of:control:isPrivate:)`` who gets them.
+///
+/// A private control (`private = true`) and the gesture recognizers attached to it are never registered for an
+/// observer's subscription, and its state events skip observers: on a PIN pad its touches are the keystrokes, which
+/// only controllers may watch, as they alone may watch live positions (issue 44).
 struct ControlSubscriptions {
     /// The kinds of events a subscriber can ask for (docs/control-socket.md, "Events").
     enum Kind: String, CaseIterable, Sendable {
@@ -28,6 +32,8 @@ struct ControlSubscriptions {
         /// nil: every gesture.
         var gestures: Set<String>?
         var gestureEvents: GestureRecognizer.Event
+        /// Whether the subscriber is a controller, which alone gets the events of private controls.
+        var seesPrivateControls = false
     }
 
     /// The action name subscribers' entries carry; never a configured action (they are validated names without ':').
@@ -54,16 +60,18 @@ struct ControlSubscriptions {
     /// Checks `filter` against the configuration and the scene and makes it the connection's subscription, replacing
     /// any earlier one. Nothing changes when the filter names something unknown.
     mutating func subscribe(
-        _ client: ControlClientID, filter: ControlSubscriptionFilter, scene: inout Scene, configuration: Configuration
+        _ client: ControlClientID, filter: ControlSubscriptionFilter, role: ControlRole, scene: inout Scene,
+        configuration: Configuration
     ) -> ControlError? {
-        let subscription: Subscription
+        var subscription: Subscription
         switch Self.check(filter, scene: scene, configuration: configuration) {
         case .failure(let error): return error
         case .success(let checked): subscription = checked
         }
+        subscription.seesPrivateControls = role == .controller
         remove(client, scene: &scene)
         subscriptions[client] = subscription
-        install(client, subscription, in: &scene)
+        install(client, subscription, in: &scene, configuration: configuration)
         if subscription.kinds.contains(.contact) { contactRecipients = recipients(of: .contact) }
         return nil
     }
@@ -75,9 +83,9 @@ struct ControlSubscriptions {
         contactRecipients.removeAll { $0 == client }
     }
 
-    /// After a reload: installs every subscription in the new scene. Controls and gestures that no longer exist are
-    /// dropped from the filters.
-    mutating func reinstall(in scene: inout Scene) {
+    /// After a reload: installs every subscription in the new scene, whose configuration is `configuration` (which
+    /// controls are private may have changed). Controls and gestures that no longer exist are dropped from the filters.
+    mutating func reinstall(in scene: inout Scene, configuration: Configuration) {
         let controls = Set(scene.controlIDs)
         let gestures = Set(scene.gestureIDs)
         for client in subscriptions.keys.sorted() {
@@ -85,31 +93,38 @@ struct ControlSubscriptions {
             subscription.controls = subscription.controls?.intersection(controls)
             subscription.gestures = subscription.gestures?.intersection(gestures)
             subscriptions[client] = subscription
-            install(client, subscription, in: &scene)
+            install(client, subscription, in: &scene, configuration: configuration)
         }
     }
 
     /// The subscribers that want an event of `kind` (about `control`, for control-related kinds), in connection
-    /// order.
-    func recipients(of kind: Kind, control: String? = nil) -> [ControlClientID] {
+    /// order; controllers only when the control is private.
+    func recipients(of kind: Kind, control: String? = nil, isPrivate: Bool = false) -> [ControlClientID] {
         subscriptions.filter { _, subscription in
-            guard subscription.kinds.contains(kind) else { return false }
+            guard subscription.kinds.contains(kind), !isPrivate || subscription.seesPrivateControls else {
+                return false
+            }
             guard let control, let wanted = subscription.controls else { return true }
             return wanted.contains(control)
         }.keys.sorted()
     }
 
-    private func install(_ client: ControlClientID, _ subscription: Subscription, in scene: inout Scene) {
+    private func install(
+        _ client: ControlClientID, _ subscription: Subscription, in scene: inout Scene, configuration: Configuration
+    ) {
         let name = Self.targetName(of: client)
         scene.addTarget(Target(name: name, actions: .all))
+        let sees = subscription.seesPrivateControls
         if subscription.kinds.contains(.control) && !subscription.controlEvents.isEmpty {
             for control in scene.controlIDs where subscription.controls?.contains(control) ?? true {
+                guard sees || !configuration.isPrivate(control: control) else { continue }
                 _ = scene.addAction(
                     control: control, target: .target(name), action: Self.action, for: subscription.controlEvents)
             }
         }
         if subscription.kinds.contains(.gesture) && !subscription.gestureEvents.isEmpty {
             for gesture in scene.gestureIDs where subscription.gestures?.contains(gesture) ?? true {
+                guard sees || !configuration.isPrivate(gesture: gesture) else { continue }
                 _ = scene.addGestureAction(
                     gesture: gesture, target: .target(name), action: Self.action, for: subscription.gestureEvents)
             }

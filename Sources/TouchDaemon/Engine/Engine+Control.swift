@@ -32,7 +32,7 @@ extension Engine {
         let now = Instant(microseconds: microseconds)
         switch request.command {
         case .state:
-            effects.append(.control(.response(client: client, id: id, result: stateJSON())))
+            effects.append(.control(.response(client: client, id: id, result: stateJSON(for: request.role))))
         case .stats:
             effects.append(.control(.response(client: client, id: id, result: statsJSON(edge()))))
         case .set(let name, let enabled, let selected, let value):
@@ -117,11 +117,12 @@ extension Engine {
             effects.append(.control(.response(client: client, id: id, result: result.line)))
         case .subscribe(let filter):
             let watched = subscriptions.contactRecipients.contains(client)
-            if let error = subscriptions.subscribe(client, filter: filter, scene: &scene, configuration: configuration)
+            if let error = subscriptions.subscribe(
+                client, filter: filter, role: request.role, scene: &scene, configuration: configuration)
             {
                 return effects.append(.control(.failure(client: client, id: id, error: error)))
             }
-            effects.append(.control(.subscribed(client: client, id: id, snapshot: stateJSON())))
+            effects.append(.control(.subscribed(client: client, id: id, snapshot: stateJSON(for: request.role))))
             // Positions can reveal a PIN typed on the panel: who watches is always in the log (the connection's uid
             // and pid are on its `control client connected` line).
             let watches = subscriptions.contactRecipients.contains(client)
@@ -212,7 +213,8 @@ extension Engine {
     func broadcast(
         _ kind: ControlSubscriptions.Kind, control: String? = nil, members: String, into effects: inout [Effect]
     ) {
-        let recipients = subscriptions.recipients(of: kind, control: control)
+        let isPrivate = control.map(configuration.isPrivate(control:)) ?? false
+        let recipients = subscriptions.recipients(of: kind, control: control, isPrivate: isPrivate)
         guard !recipients.isEmpty else { return }
         let key = kind == .state ? control.map { "state:\($0)" } : nil
         effects.append(.control(.event(ControlEvent(recipients: recipients, members: members, coalescingKey: key))))
@@ -271,13 +273,13 @@ extension Engine {
 
     // MARK: - Results
 
-    /// `state`'s result, and a subscription's snapshot.
-    func stateJSON() -> String {
+    /// `state`'s result, and a subscription's snapshot, as a client of `role` may see it.
+    func stateJSON(for role: ControlRole = .controller) -> String {
         var line = JSONLine()
         line.add("generation", generation)
         line.add("active_screen", scene.activeScreen)
         line.add("screens", strings: scene.screenIDs)
-        line.add("controls", json: JSONLine.array(scene.controlIDs.map(controlJSON)))
+        line.add("controls", json: JSONLine.array(scene.controlIDs.map { controlJSON($0, for: role) }))
         line.add("gestures", strings: scene.gestureIDs)
         line.add(
             "devices",
@@ -295,17 +297,25 @@ extension Engine {
         return line.line
     }
 
-    /// One control's state, as `state` and `set` show it.
-    func controlJSON(_ id: String) -> String {
+    /// One control's state, as `state` and `set` show it to a client of `role`. A private control shows an observer
+    /// only its id, kind, whether it is enabled and that it is private: whether a finger is on it, and what a touch
+    /// changed (selected, value), are what it keeps from observers.
+    func controlJSON(_ id: String, for role: ControlRole = .controller) -> String {
         var line = JSONLine()
         line.add("id", id)
         guard let control = scene.control(id), let state = scene.state(of: id) else { return line.line }
         line.add("kind", control.kind.name)
         line.add("enabled", control.isEnabled)
+        let isPrivate = configuration.isPrivate(control: id)
+        if isPrivate && role == .observer {
+            line.add("private", true)
+            return line.line
+        }
         line.add("selected", control.isSelected)
         line.add("highlighted", state.contains(.highlighted))
         line.add("tracking", scene.isTracking(id))
         if control.hasValue { line.add("value", control.value) }
+        if isPrivate { line.add("private", true) }
         return line.line
     }
 

@@ -364,7 +364,7 @@ struct Engine {
         // Every contact was just cancelled: that counts as a lift (an idle kiosk stays idle until a touch wakes it).
         reloadIdle(at: scene.now)
         // Subscribers are weak targets of the old scene: they follow the new one.
-        subscriptions.reinstall(in: &scene)
+        subscriptions.reinstall(in: &scene, configuration: configuration)
         statistics.reloads &+= 1
         let notes = router.reconfigure(output: configuration.output, allowList: configuration.devices)
         // Commands that are running go on running (fault-cases.md C18); only what comes next uses the new targets.

@@ -12,7 +12,8 @@ import Synchronization
 /// with the sd-daemon priority prefix (`<3>` error … `<7>` debug), so journald still files it under the right
 /// `PRIORITY`; in a terminal the level is spelled out instead. In both, the text is the message followed by the
 /// metadata as `key=value` pairs, sorted, with values quoted when they contain spaces (`message_id` is left out: it
-/// is the journal's field, not text).
+/// is the journal's field, not text). Control characters in the text are escaped (``TerminalText``); the `TOUCHD_*`
+/// fields keep each value as it is, for exact matches (journalctl shows a field with such characters as a blob).
 struct JournalLogHandler: LogHandler {
     /// How lines are marked with their level.
     enum Style: Sendable {
@@ -78,11 +79,13 @@ struct JournalLogHandler: LogHandler {
         return line
     }
 
-    /// The message and its metadata as `key=value` pairs, sorted; `message_id` is left out.
+    /// The message and its metadata as `key=value` pairs, sorted; `message_id` is left out. Control characters a
+    /// terminal acts on (a device named `ESC]0;…BEL`) are written as visible escapes (``TerminalText``), in the line
+    /// and in the journal's `MESSAGE` alike; the message's own newlines stay for the journal.
     static func text(message: String, metadata: Logger.Metadata) -> String {
-        var text = message
+        var text = TerminalText.escaped(message, keepingNewlines: true)
         for key in metadata.keys.sorted() where key != MessageID.metadataKey {
-            text += " \(key)=\(quoted("\(metadata[key]!)"))"
+            text += " \(TerminalText.escaped(key))=\(TerminalText.escaped(quoted("\(metadata[key]!)")))"
         }
         return text
     }
