@@ -106,6 +106,7 @@ final class FilterRun {
             try reload(Self.config(socket: target.path, swallowSeconds: 1))
             try checkWakeTouch()
             try reload(Self.config(socket: target.path))
+            try checkReloadKeepsAppTouch()
             try checkBusyPanel()
             try findTwin(from: 0)
             try checkGrabWaitsForLift(after: "start")
@@ -512,6 +513,48 @@ final class FilterRun {
         if !swallowed.isEmpty { failures.append("the wake touch reached the app") }
         if after == nil { failures.append("the touch after the wake touch did not reach the app") }
         record("the wake touch never reaches the app", failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// A finger resting on the page while touchd reloads (cancel_with = "lift"): the reload ends touchd's own contact,
+    /// but the app's copy must go on to the real lift. Ended by touchd with a lift before the finger lifted, it was a
+    /// complete tap for the app.
+    private func checkReloadKeepsAppTouch() throws(Abort) {
+        var failures: [String] = []
+        let cursor = eventCursor
+        try write([.down(slot: 0, x: 500, y: 500)])
+        if waitTouches(from: cursor, twinSysname, "TOUCH_DOWN", count: 1) == nil {
+            failures.append("the resting finger did not reach the app")
+        }
+        try reload(Self.config(socket: target.path))
+        sleep(microseconds: 400_000)
+        let early =
+            touches(from: cursor, twinSysname, "TOUCH_UP").count
+            + touches(from: cursor, twinSysname, "TOUCH_CANCEL").count
+        if early > 0 { failures.append("the app's touch ended at the reload, before the finger lifted") }
+        try write([.move(slot: 0, x: 540, y: 500)])
+        sleep(microseconds: 60_000)
+        try write([.up(slot: 0)])
+        if waitTouches(from: cursor, twinSysname, "TOUCH_UP", count: 1) == nil {
+            failures.append("the app never got the finger's real lift")
+        }
+        sleep(microseconds: 300_000)
+        let ups = touches(from: cursor, twinSysname, "TOUCH_UP").count
+        if ups != 1 { failures.append("the app got \(ups) lifts, not 1") }
+        if touches(from: cursor, twinSysname, "TOUCH_MOTION").isEmpty {
+            failures.append("the app did not get the finger's move after the reload")
+        }
+        sleep(microseconds: 200_000)
+        // The next tap is a fresh touch, as the only finger.
+        let next = eventCursor
+        try tap(500, 500)
+        if waitTouches(from: next, twinSysname, "TOUCH_DOWN", count: 1) == nil {
+            failures.append("the next tap did not reach the app")
+        } else if seatSlots(from: next, twinSysname, "TOUCH_DOWN") != [0] {
+            failures.append("the next tap came as seat slot(s) \(seatSlots(from: next, twinSysname, "TOUCH_DOWN"))")
+        }
+        record(
+            "a reload with a finger down leaves the app's touch to its real lift (no early lift, no tap)",
+            failures.isEmpty ? nil : failures.joined(separator: "; "))
     }
 
     /// A finger on the panel that the compositor saw go down, when touchd starts (or a reload turns filter mode on):

@@ -201,13 +201,41 @@ struct EngineFilterTests {
         #expect(Self.plans(again).isEmpty)
     }
 
-    @Test("lost events (SYN_DROPPED) cancel the application's copies of the contacts that were down (F3)")
-    func lostEventsCancelForTheApplication() throws {
+    @Test("lost events (SYN_DROPPED) end touchd's contacts, not the application's: its copy follows the real finger")
+    func lostEventsLeaveTheApplicationsTouch() throws {
         var driver = try Self.filtering()
-        _ = driver.frame([.down(0, 500, 500)])
+        let down = Self.frames(driver.frame([.down(0, 500, 500)]))
+        let touch = try #require(down.first?.changes.first?.touch)
         let effects = driver.engine.handle([.eventsLost(device: 1)], now: driver.now)
-        #expect(Self.frames(effects).flatMap { $0.changes.map(\.phase) } == [.cancel])
-        // The resync's lift of that contact goes nowhere.
-        #expect(Self.frames(driver.frame([.up(0)])).isEmpty)
+        // No cancel for the app: under cancel_with = "lift" that was a lift where the finger rested, a tap.
+        #expect(Self.frames(effects).isEmpty)
+        // The resync's move and lift of that contact reach the app's copy: it ends where and when the finger does.
+        let moved = Self.frames(driver.frame([.move(0, 800, 500)]))
+        #expect(moved.map { $0.changes.map(\.phase) } == [[.move]])
+        #expect(moved.first?.changes.first?.touch == touch)
+        #expect(abs((moved.first?.changes.first?.x ?? 0) - 0.8) < 1e-9)
+        let lifted = Self.frames(driver.frame([.up(0)]))
+        #expect(lifted.map { $0.changes.map(\.phase) } == [[.up]])
+        #expect(lifted.first?.changes.first?.touch == touch)
+        // A later touch is the app's as usual.
+        #expect(Self.frames(driver.tap(at: 500, 500)).count == 2)
+    }
+
+    @Test("a reload ends touchd's contacts in the old layout; the application's copy goes on to its real lift")
+    func reloadLeavesTheApplicationsTouch() throws {
+        var driver = try Self.filtering()
+        let down = Self.frames(driver.frame([.down(0, 500, 500)]))
+        let touch = try #require(down.first?.changes.first?.touch)
+        let effects = driver.engine.reload(
+            .loaded(try EngineTests.load(Self.configuration())), path: "engine.toml", now: driver.now)
+        // Before: a cancel, which cancel_with = "lift" turned into a lift 0.36 s in, before the real one: a tap.
+        #expect(Self.frames(effects).isEmpty)
+        #expect(Self.frames(driver.frame([.move(0, 520, 500)])).first?.changes.first?.touch == touch)
+        let lifted = Self.frames(driver.frame([.up(0)]))
+        #expect(lifted.map { $0.changes.map(\.phase) } == [[.up]])
+        #expect(lifted.first?.changes.first?.touch == touch)
+        // The next touch starts fresh in the new layout.
+        let next = Self.frames(driver.tap(at: 500, 500))
+        #expect(next.count == 2 && next.first?.changes.first?.touch != touch)
     }
 }

@@ -3,7 +3,9 @@ import TouchModel
 
 /// One change the application sees on a twin: a touch that goes down, moves, lifts or is cancelled.
 struct TwinChange: Hashable, Sendable {
-    /// The scene's number for the touch (unique; seat slots are reused).
+    /// The touch's number for the twin: the scene's number for it (unique in a scene; seat slots are reused) with the
+    /// configuration's generation in its top 16 bits, so that a touch the application keeps across a reload never
+    /// meets the new scene's touch of the same number.
     var touch: UInt64
     var phase: AppTouchRecord.Phase
     /// The device's own slot where the contact went down (−1 on single-touch devices): the twin keeps it when free.
@@ -42,6 +44,9 @@ struct FilterState: Sendable {
     var waiting: [Int: String] = [:]
     /// The twin each application touch is on.
     var touchDevice: SmallMap<UInt64, Int> = [:]
+    /// Application touches whose contact touchd cancelled for itself (a reload, lost events): the app's copy goes on
+    /// with the real finger's moves and ends with its real lift, so a cancel nobody asked for never becomes a tap.
+    var following: [ContactID: UInt64] = [:]
 }
 
 extension Engine {
@@ -139,6 +144,28 @@ extension Engine {
         return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 
+    /// A move or the lift (`location` nil) of a contact the scene no longer tracks: when the application still has
+    /// its copy (``FilterState/following``), it gets the move or the lift, as the panel would have given it.
+    mutating func followOrphan(_ contact: ContactID, to location: Point?, device: Int, into effects: inout [Effect]) {
+        guard let touch = filter.following[contact] else { return }
+        guard filter.touchDevice[touch] == device, filter.filtered.contains(device) else {
+            // The twin went away (unplugged, released): the compositor ended the touch with it.
+            filter.following[contact] = nil
+            filter.touchDevice[touch] = nil
+            return
+        }
+        let change: TwinChange
+        if let location {
+            let position = router.devicePosition(of: location, on: device)
+            change = TwinChange(touch: touch, phase: .move, slot: -1, x: position?.x, y: position?.y)
+        } else {
+            filter.following[contact] = nil
+            filter.touchDevice[touch] = nil
+            change = TwinChange(touch: touch, phase: .up, slot: -1, x: nil, y: nil)
+        }
+        effects.append(.forward(TwinFrame(device: device, changes: [change])))
+    }
+
     /// Turns what the application sees into twin frames, one per touchscreen, in order. Touches on a touchscreen
     /// that is not filtered reach the application directly, so nothing is forwarded for them.
     mutating func forward(_ records: [AppTouchRecord], into effects: inout [Effect]) {
@@ -147,20 +174,28 @@ extension Engine {
         for record in records {
             let device: Int
             var slot = -1
+            // A scene numbers its touches from 0, and a reload makes a new scene while the application may still
+            // hold a touch of the old one (``FilterState/following``): the twin's number carries the generation.
+            let appTouch = UInt64(truncatingIfNeeded: generation) &<< 48 | (record.touch & 0xFFFF_FFFF_FFFF)
             if record.phase == .down {
                 guard let origin = router.origin(of: record.contact) else { continue }
                 device = origin.device
                 slot = origin.slot
-                filter.touchDevice[record.touch] = device
+                filter.touchDevice[appTouch] = device
             } else {
-                guard let known = filter.touchDevice[record.touch] else { continue }
+                guard let known = filter.touchDevice[appTouch] else { continue }
                 device = known
-                if record.phase == .up || record.phase == .cancel { filter.touchDevice[record.touch] = nil }
+                if record.phase == .cancel, appFollowsCancels, filter.filtered.contains(device) {
+                    // Not the app's business: its copy follows the real finger to its end (followOrphan).
+                    filter.following[record.contact] = appTouch
+                    continue
+                }
+                if record.phase == .up || record.phase == .cancel { filter.touchDevice[appTouch] = nil }
             }
             guard filter.filtered.contains(device) else { continue }
             let position = record.location.flatMap { router.devicePosition(of: $0, on: device) }
             let change = TwinChange(
-                touch: record.touch, phase: record.phase, slot: slot, x: position?.x, y: position?.y)
+                touch: appTouch, phase: record.phase, slot: slot, x: position?.x, y: position?.y)
             if let index = frames.firstIndex(where: { $0.device == device }) {
                 frames[index].changes.append(change)
             } else {

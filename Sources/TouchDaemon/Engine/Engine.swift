@@ -117,6 +117,9 @@ struct Engine {
     private var lastStatus: String?
     /// Filter mode: which touchscreens are grabbed and twinned, and which twin each application touch is on.
     var filter = FilterState()
+    /// While a reload or lost events cancel touchd's contacts: the application's copies of them are not ended but
+    /// follow the real fingers (``followOrphan(_:to:device:into:)``).
+    var appFollowsCancels = false
     /// Set when a device came, went or was left out, so the status is rebuilt only then, not on every touch.
     private var devicesChanged = false
     /// The router's notes of the event being handled, kept empty between calls: one array for every event.
@@ -185,7 +188,11 @@ struct Engine {
                         .warning, "input events were lost (SYN_DROPPED); contacts that were down are cancelled",
                         ["contacts": "\(cancelled)"]))
             }
+            // Lost events end touchd's contacts, not the application's: its copies follow the real fingers to
+            // their real ends (Engine+Filter.swift, followOrphan).
+            appFollowsCancels = { if case .eventsLost = event { true } else { false } }()
             notes.drainInOrder { note in handle(note, now: now, into: &effects) }
+            appFollowsCancels = false
         }
         routerNotes = notes
         if devicesChanged {
@@ -200,6 +207,8 @@ struct Engine {
         case .frame(let frame, let device):
             statistics.frames &+= 1
             handleFrame(frame, device: device, fromInput: true, now: now, into: &effects)
+        case .orphan(let contact, let location, let device):
+            followOrphan(contact, to: location, device: device, into: &effects)
         case .accepted(let device):
             devicesChanged = true
             var metadata = Self.metadata(of: device).merging(MessageID.deviceAdded.metadata) { $1 }
@@ -352,7 +361,11 @@ struct Engine {
             carriedNotes += carryScreen(into: &newScene)
         }
         var effects: [Effect] = []
+        // A reload ends touchd's contacts in the old layout; the application's copies go on to their real ends while
+        // filter mode stays on (turned off, the twins go away and the application reads the panel again).
+        appFollowsCancels = configuration.filter.enabled
         cancel(router.activeContacts, now: now, into: &effects)
+        appFollowsCancels = false
         let previousControl = self.configuration.control
         self.configuration = configuration
         // The wake touch counts from the last lift, not from the reload.
@@ -376,7 +389,7 @@ struct Engine {
                 var metadata = Self.metadata(of: device)
                 metadata["reason"] = "\(reason)"
                 effects.append(.log(.info, "touchscreen no longer used", metadata))
-            case .frame, .removed: break
+            case .frame, .removed, .orphan: break
             }
         }
         effects += carriedNotes

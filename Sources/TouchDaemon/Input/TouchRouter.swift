@@ -18,6 +18,10 @@ struct TouchRouter {
         indirect case ignored(DeviceInfo, reason: String)
         /// A device went away. Its contacts, if any were down, arrive as a frame of cancellations just before.
         indirect case removed(DeviceInfo, wasUsed: Bool)
+        /// A contact the scene no longer tracks (orphaned by a reload, lost events or a suspend) moved (`at` its new
+        /// output position) or lifted (`at` nil) on `device`: the scene never sees it, but filter mode may still carry
+        /// the application's copy of it to its real end.
+        case orphan(ContactID, at: Point?, device: Int)
     }
 
     private var output: Configuration.Output
@@ -199,13 +203,19 @@ struct TouchRouter {
             origins[contact] = (touch.device, touch.slot)
             append(.began(contact, at: position(touch, mapper)), for: touch.device)
         case .motion:
-            guard !isOrphaned(contact) else { return }
+            guard !isOrphaned(contact) else {
+                notes.append(.orphan(contact, at: position(touch, mapper), device: touch.device))
+                return
+            }
             append(.moved(contact, to: position(touch, mapper)), for: touch.device)
         case .up, .cancel:
             let wasOrphaned = isOrphaned(contact)
             active[contact] = nil
             orphaned.remove(contact)
-            guard !wasOrphaned else { return }
+            guard !wasOrphaned else {
+                notes.append(.orphan(contact, at: nil, device: touch.device))
+                return
+            }
             append(touch.kind == .up ? .ended(contact) : .cancelled(contact), for: touch.device)
         }
     }
