@@ -137,4 +137,29 @@ struct LayoutWarningTests {
     func covers(_ outer: Shape, _ inner: Shape, _ expected: Bool) {
         #expect(LayoutChecks.covers(outer, inner) == expected)
     }
+
+    /// Issue 39, item 4: a group's `to_app = false` without filter mode is one mistake, warned about once, however
+    /// many controls inherit it (it was once per control).
+    @Test("a group's to_app that has no effect is warned about once, not once per control")
+    func groupToAppWarnsOnce() throws {
+        let configuration = try Self.load(
+            """
+            [[group]]
+            id = "bar"
+            to_app = false
+            [[control]]
+            id = "b1"
+            parent = "bar"
+            frame = { x = 0, y = 0, width = 10, height = 10 }
+            [[control]]
+            id = "b2"
+            parent = "bar"
+            frame = { x = 20, y = 0, width = 10, height = 10 }
+            [[control]]
+            id = "b3"
+            parent = "bar"
+            frame = { x = 40, y = 0, width = 10, height = 10 }
+            """)
+        #expect(configuration.warnings.map(\.keyPath) == ["group[0].to_app"])
+    }
 }

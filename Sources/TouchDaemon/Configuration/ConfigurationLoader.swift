@@ -405,7 +405,8 @@ private struct Decoder {
     ) {
         let delaying = gestures.filter(\.delaysTouchesBegan)
         guard filter.enabled else {
-            for path in deadZones.values.sorted() {
+            // Once per key: a group's to_app that its controls inherit is one mistake, not one per control.
+            for path in Set(deadZones.values).sorted() {
                 warnings.report(path, "to_app = false has no effect: [filter] enabled is not true")
             }
             for gesture in delaying {
