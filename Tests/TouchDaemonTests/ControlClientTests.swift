@@ -138,6 +138,38 @@ struct ControlClientTests {
         #expect(result.output == PrometheusExposition.text(stats: stats))
         #expect(result.output.contains("touchd_frames_total 1200\n"))
     }
+
+    /// Issue 39, item 2: with `--json`, a refusal is a response like any other, printed on standard output as it
+    /// came (it printed nothing there, only the message on standard error); the exit status stays 1.
+    @Test func jsonPrintsRefusalsOnStandardOutput() throws {
+        let invalid =
+            #"{"type":"response","id":2,"ok":false,"error":{"code":"invalid_configuration","message":"1 problem","#
+            + #""problems":["/etc/touchd/touchd.toml:3:1: error: output.width: expected a number"]}}"#
+        let unknown =
+            #"{"type":"response","id":2,"ok":false,"error":{"code":"unknown_control","message":"no control 'NOSUCH'"}}"#
+        let hello = #"{"type":"response","id":1,"ok":false,"error":{"code":"unauthorized","message":"observers only"}}"#
+        let cases: [(arguments: [String], reply: String, toHello: Bool)] = [
+            (["reload"], invalid, false),
+            (["send", "NOSUCH", "touchUpInside"], unknown, false),
+            (["subscribe", "--kind", "nosuch"], unknown, false),
+            (["state"], hello, true),
+        ]
+        for (arguments, reply, toHello) in cases {
+            let fake = try FakeDaemon { connection in
+                guard connection.readLine() != nil else { return }
+                if !toHello {
+                    guard connection.write(Self.hello + "\n"), connection.readLine() != nil else { return }
+                }
+                _ = connection.write(reply + "\n")
+                connection.waitForClose()
+            }
+            defer { fake.tearDown() }
+            let result = try ControlSocketRunTests.ctl(
+                arguments + ["--json", "--socket", fake.path, "--timeout", "30"])
+            #expect(result.status == 1, "\(arguments): \(result.error)")
+            #expect(result.output == reply + "\n", "\(arguments)")
+        }
+    }
 }
 
 /// A one-connection server on a Unix socket in a temporary directory, running `script` on its own thread.

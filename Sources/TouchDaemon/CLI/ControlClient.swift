@@ -63,6 +63,8 @@ final class ControlClient {
     /// Microseconds each read or write may wait; nil for no limit.
     var timeout: UInt64?
     private var nextID: Int64 = 1
+    /// The last refusal the server sent, as received: `ctl --json` prints it as it prints every other response.
+    private(set) var refusal: Line?
 
     /// Connects to `path` (a blocking socket, close-on-exec).
     init(path: String, timeout: UInt64?) throws(Failure) {
@@ -104,8 +106,11 @@ final class ControlClient {
             case "response":
                 try Self.checkResponse(line, id: id)
                 // A response to our hello is always a refusal (a hello is answered with a hello).
-                throw Self.error(of: line)
-                    ?? .protocolError("a response to hello that is not a refusal: \(Self.excerpt(line.text))")
+                guard let error = Self.error(of: line) else {
+                    throw .protocolError("a response to hello that is not a refusal: \(Self.excerpt(line.text))")
+                }
+                refusal = line
+                throw error
             default:
                 continue
             }
@@ -132,7 +137,10 @@ final class ControlClient {
                 continue
             }
             try Self.checkResponse(line, id: id)
-            if let error = Self.error(of: line) { throw error }
+            if let error = Self.error(of: line) {
+                refusal = line
+                throw error
+            }
             guard line.value["ok"]?.boolValue == true else {
                 throw .protocolError("a response with neither ok nor an error: \(Self.excerpt(line.text))")
             }

@@ -11,10 +11,10 @@ struct Ctl: ParsableCommand {
             /etc/touchd/touchd.toml when it is readable; else /run/touchd/control.sock. Only that key is read, so a \
             file with other problems still names its socket. Options may come before or after the verb. \
             Human-readable output by default; --json prints the server's lines as received, for scripts. Exit \
-            status: 0 done, 1 touchd refused the request (its error code and message on stderr), 69 cannot \
-            connect or the connection was lost (or touchd did not answer within --timeout), 76 touchd's answer \
-            broke the protocol (not JSON, a response to another request, a line over 1 MiB), 78 the configuration \
-            names no usable socket.
+            status: 0 done, 1 touchd refused the request (its error code and message on stderr; with --json its \
+            response on stdout too, as received), 69 cannot connect or the connection was lost (or touchd did not \
+            answer within --timeout), 76 touchd's answer broke the protocol (not JSON, a response to another \
+            request, a line over 1 MiB), 78 the configuration names no usable socket.
             """,
         subcommands: [
             CtlState.self, CtlStats.self, CtlEnable.self, CtlDisable.self, CtlSet.self, CtlSend.self, CtlScreen.self,
@@ -38,7 +38,7 @@ struct CtlOptions: ParsableArguments {
             valueName: "path"))
     var config: String?
 
-    @Flag(help: "Print the server's JSON lines as received.")
+    @Flag(help: "Print the server's JSON lines as received, refusals included.")
     var json = false
 
     @Option(help: ArgumentHelp("Seconds to wait for touchd's whole answer.", valueName: "seconds"))
@@ -64,14 +64,19 @@ struct CtlOptions: ParsableArguments {
     /// Connects and says hello; failures end the program with their exit status.
     func connect() throws -> ControlClient {
         let socket = try socketPath()
+        let client: ControlClient
         do {
             // validate() bounds the timeout, so the conversion cannot trap.
-            let client = try ControlClient(path: socket, timeout: UInt64((timeout * 1_000_000).rounded()))
-            _ = try client.hello()
-            return client
+            client = try ControlClient(path: socket, timeout: UInt64((timeout * 1_000_000).rounded()))
         } catch {
             throw fail(error)
         }
+        do {
+            _ = try client.hello()
+        } catch {
+            throw fail(error, client: client)
+        }
+        return client
     }
 
     /// Sends one request and prints its result: the raw line with --json, else `human(result)`.
@@ -85,7 +90,7 @@ struct CtlOptions: ParsableArguments {
                 for line in human(response.value["result"] ?? .null) { print(line) }
             }
         } catch {
-            throw fail(error)
+            throw fail(error, client: client)
         }
     }
 
@@ -95,8 +100,12 @@ struct CtlOptions: ParsableArguments {
         try run("set", members: members) { [CtlFormat.control($0)] }
     }
 
-    /// Prints the failure and returns the exit code to throw.
-    func fail(_ failure: ControlClient.Failure) -> ExitCode {
+    /// Prints the failure and returns the exit code to throw. With --json a refusal's response goes to standard
+    /// output as received, as every other response does; the message still goes to standard error.
+    func fail(_ failure: ControlClient.Failure, client: ControlClient? = nil) -> ExitCode {
+        if json, case .refused = failure, let refusal = client?.refusal {
+            print(refusal.text)
+        }
         printError("touchd ctl: \(failure)")
         return ExitCode(failure.exitStatus)
     }
@@ -260,7 +269,7 @@ struct CtlSubscribe: ParsableCommand {
                 return line.value["type"]?.stringValue == "event"
             }
         } catch {
-            throw options.fail(error)
+            throw options.fail(error, client: client)
         }
     }
 }

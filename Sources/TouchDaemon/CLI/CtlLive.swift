@@ -61,7 +61,7 @@ struct CtlMonitor: ParsableCommand {
                 return true
             }
         } catch {
-            throw options.fail(error)
+            throw options.fail(error, client: client)
         }
     }
 }
