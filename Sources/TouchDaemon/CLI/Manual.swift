@@ -129,7 +129,8 @@ enum Manual {
             .TP
             .B 69
             run: the input layer cannot start (no udev, a seat that cannot be assigned).
-            ctl: touchd cannot be reached, the connection was lost, or no answer came within \\-\\-timeout.
+            ctl: touchd cannot be reached, the connection was lost, or no answer came within \\-\\-timeout (monitor,
+            subscribe: fewer than \\-\\-count events came within it).
             .TP
             .B 70
             run: its event loop failed.
