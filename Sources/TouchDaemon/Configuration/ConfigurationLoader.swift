@@ -224,6 +224,7 @@ private struct Decoder {
             filter: filter, deadZones: deadZoneSource, gestures: gestures,
             gestureTables: tablesByID(gestureIDs, gestureTables))
         let idle = decodeIdle(targets: targetsByName, screens: Set(screenIDs.compactMap { $0 }))
+        checkWakeTouch(filter: filter, idle: idle)
         root.finish()
 
         guard let output, let tracking else { return nil }
@@ -307,6 +308,15 @@ private struct Decoder {
                 table.report("socket", problem)
             } else {
                 control.path = path
+                // touchd run refuses such a directory (ControlListener.create) and runs without a control socket.
+                if table.bool("enabled") != false, let shared = ControlListener.directoryProblem(ofSocket: path) {
+                    warnings.report(
+                        table.keyPath("socket"),
+                        "touchd run will not create its control socket here: \(shared), so another user could put "
+                            + "a socket of their own in its place; touchd then runs without one (touchd ctl cannot "
+                            + "reach it). Use a directory only root or touchd can write, such as socket = "
+                            + "\"/run/touchd/control.sock\"")
+                }
             }
         }
         for (key, keyPath) in [("group", \Configuration.ControlSocket.group), ("admin_group", \.adminGroup)] {
@@ -395,6 +405,39 @@ private struct Decoder {
             filter.cancelWith = Configuration.Filter.CancelWith(rawValue: value) ?? .lift
         }
         return filter
+    }
+
+    /// `[filter] swallow_after_idle_s` and `[idle] timeout_s` both count from the last lift (Engine+Idle.swift,
+    /// SceneApp.swift): `idle` fires after timeout_s, its `wake` at the next touch-down; the first touch after
+    /// swallow_after_idle_s is kept from the application. Set together, they mean "the touch that wakes the idle kiosk
+    /// must not click the application"; different values cannot do that, and the warning says which touches go wrong.
+    private func checkWakeTouch(filter: Configuration.Filter, idle: Configuration.Idle) {
+        let swallow = filter.swallowAfterIdle
+        guard filter.enabled, swallow > 0, idle.isEnabled, swallow != idle.timeout else { return }
+        let swallowText = Self.seconds(swallow)
+        let idleText = Self.seconds(idle.timeout)
+        if swallow > idle.timeout {
+            // Only a visible idle makes the wake touch matter: an idle with no actions and no screen changes nothing.
+            guard !idle.actions.isEmpty || idle.screen != nil else { return }
+            warnings.report(
+                "filter.swallow_after_idle_s",
+                "\(swallowText) s is longer than [idle] timeout_s (\(idleText) s): a touch that comes between "
+                    + "\(idleText) and \(swallowText) s after the last one wakes the idle kiosk (its wake actions run) and still "
+                    + "reaches the application, so it can click what is under it; set swallow_after_idle_s = "
+                    + "\(idleText) to keep exactly the waking touch from the application")
+        } else {
+            warnings.report(
+                "filter.swallow_after_idle_s",
+                "\(swallowText) s is shorter than [idle] timeout_s (\(idleText) s): a touch that comes between "
+                    + "\(swallowText) and \(idleText) s after the last one is kept from the application although the "
+                    + "kiosk is not idle yet (no idle fired, the page is still in use), so that tap is lost; set "
+                    + "swallow_after_idle_s = \(idleText) to swallow exactly the touch that wakes it")
+        }
+    }
+
+    /// Microseconds as seconds for a message: `60`, `0.5`.
+    private static func seconds(_ microseconds: UInt64) -> String {
+        microseconds % 1_000_000 == 0 ? "\(microseconds / 1_000_000)" : "\(Double(microseconds) / 1_000_000)"
     }
 
     /// `to_app` and `delays_touches_began` only mean something in filter mode; a setting that can make no
@@ -556,6 +599,18 @@ private struct Decoder {
                 target.report(
                     "exec", "with shell = true, exec holds exactly one string: the command line for /bin/sh -c")
             }
+        } else if program.hasPrefix("/"), program.contains(" "), !ExecutableProgram.exists(program) {
+            // exec runs no shell: the first element is one file name, spaces and all.
+            let words = program.split(separator: " ").map(String.init) + argv.dropFirst()
+            var split = ""
+            for (index, word) in words.enumerated() {
+                if index > 0 { split += ", " }
+                JSONLine.appendString(word, to: &split)
+            }
+            warnings.report(
+                "\(target.keyPath("exec"))[0]",
+                "'\(program)' holds a space, but exec runs no shell: this names one program whose file name has a "
+                    + "space in it, which does not exist; split the command into separate elements: exec = [\(split)]")
         } else if !program.hasPrefix("/") {
             // Only a program that exists is suggested, never the name glued onto a directory (/usr/bin/bin/true).
             let hint = ExecutableProgram.suggestion(for: program).map { "did you mean '\($0)'?" }
@@ -659,6 +714,8 @@ private struct Decoder {
         let log = log
         var findings = LayoutChecks.unlistedGroups(groups, screens: screens, paths: groupPaths)
         findings += LayoutChecks.hiddenControls(
+            controls, groups: groups, screens: screens, paths: controlPaths, line: { log.position(of: $0)?.line })
+        findings += LayoutChecks.overlappingControls(
             controls, groups: groups, screens: screens, paths: controlPaths, line: { log.position(of: $0)?.line })
         // In file order, as check prints problems.
         let positioned = findings.map { finding in
