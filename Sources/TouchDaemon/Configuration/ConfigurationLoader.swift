@@ -75,6 +75,8 @@ private struct Decoder {
 
     /// Where each id was first declared, across controls, groups, screens and gestures.
     private var declared: [String: (kind: String, path: String)] = [:]
+    /// `[output] rotation`, for the hint of a shape outside a rotated output.
+    private var rotation: Configuration.Rotation = .normal
 
     init(root: TableReader) {
         self.root = root
@@ -84,6 +86,7 @@ private struct Decoder {
 
     mutating func decode() -> Configuration? {
         let output = decodeOutput()
+        rotation = output?.rotation ?? .normal
         let seat = decodeInput()
         let bounds = output?.bounds ?? Rect(x: 0, y: 0, width: 1920, height: 1080)
         let devices = root.tables("device", limit: Limits.devices).map { decodeDevice($0, bounds: bounds) }
@@ -254,7 +257,8 @@ private struct Decoder {
 
     /// `rotation` of `[output]` or a `[[device]]` entry: nil when absent or refused (the problem is reported).
     private func decodeRotation(_ table: TableReader) -> Configuration.Rotation? {
-        guard let degrees = table.integer("rotation", in: 0...270) else { return nil }
+        // Any integer, so that -90 and 360 are answered with the allowed values, as 45 is.
+        guard let degrees = table.integer("rotation", in: Int.min...Int.max) else { return nil }
         guard let rotation = Configuration.Rotation(rawValue: degrees) else {
             let allowed = Configuration.Rotation.allCases.map { String($0.rawValue) }.joined(separator: ", ")
             table.report("rotation", "\(degrees) is not one of \(allowed)")
@@ -675,15 +679,28 @@ private struct Decoder {
     ) -> String? {
         guard let name else { return nil }
         guard targets[name] != nil else {
-            table.report(key, unknown("target", name, targets.keys))
+            table.report(key, unknown("target", name, targets.keys, listing: "declared targets"))
             return nil
         }
         return name
     }
 
-    private func unknown(_ kind: String, _ name: String, _ known: some Sequence<String>) -> String {
-        let suggestion = closest(to: name, in: known).map { " (did you mean '\($0)'?)" } ?? ""
-        return "unknown \(kind) '\(name)'\(suggestion)"
+    /// `unknown target 'kiosq' (did you mean 'kiosk'?)`; with `listing`, the known names follow (`; declared
+    /// targets: click, kiosk`, the first 16), or that there is none.
+    private func unknown(
+        _ kind: String, _ name: String, _ known: some Collection<String>, listing: String? = nil
+    ) -> String {
+        var message = "unknown \(kind) '\(name)'\(didYouMean(name, in: known))"
+        if let listing {
+            let names = known.sorted()
+            if names.isEmpty {
+                message += "; there are no \(listing)"
+            } else {
+                message += "; \(listing): \(names.prefix(16).joined(separator: ", "))"
+                if names.count > 16 { message += ", … (\(names.count) in all)" }
+            }
+        }
+        return message
     }
 
     private func checkParent(_ table: TableReader, groups: Set<String>) -> String? {
@@ -973,7 +990,12 @@ private struct Decoder {
                 action.report("events", "no events: name at least one of \(GestureEvents.all.joined(separator: ", "))")
             }
             for (index, event) in events.enumerated() where !GestureEvents.all.contains(event) {
-                log.report("\(action.keyPath("events"))[\(index)]", unknown("gesture event", event, GestureEvents.all))
+                let message =
+                    Control.Event(name: event) != nil
+                    ? "'\(event)' is a control event; a gesture's events are "
+                        + GestureEvents.all.joined(separator: ", ")
+                    : unknown("gesture event", event, GestureEvents.all, listing: "gesture events")
+                log.report("\(action.keyPath("events"))[\(index)]", message)
             }
             guard let (actionTarget, name) = decodeActionTarget(action, targets: targets) else { continue }
             actions.append(Configuration.GestureAction(events: events, target: actionTarget, action: name))
@@ -1020,7 +1042,9 @@ private struct Decoder {
                 if let event = Configuration.Idle.Event(rawValue: name) {
                     valid.insert(event)
                 } else {
-                    log.report("\(action.keyPath("events"))[\(index)]", unknown("idle event", name, names))
+                    log.report(
+                        "\(action.keyPath("events"))[\(index)]",
+                        unknown("idle event", name, names, listing: "idle events"))
                 }
             }
             guard let (target, name) = decodeActionTarget(action, targets: targets), !valid.isEmpty else { continue }
@@ -1065,10 +1089,18 @@ private struct Decoder {
         guard let shape else { return nil }
         let box = shape.boundingBox
         if box.maxX <= bounds.minX || box.minX >= bounds.maxX || box.maxY <= bounds.minY || box.minY >= bounds.maxY {
-            table.report(
-                key,
-                "the shape lies entirely outside the output (\(TableReader.format(bounds.width))×\(TableReader.format(bounds.height)))"
-            )
+            let (width, height) = (TableReader.format(bounds.width), TableReader.format(bounds.height))
+            var message = "the shape lies entirely outside the output (\(width)×\(height))"
+            // A rotated panel's size written as the panel's, not as the UI is drawn: the shape fits the other way.
+            let swapped = Rect(x: bounds.minX, y: bounds.minY, width: bounds.height, height: bounds.width)
+            if rotation == .right || rotation == .left, box.minX >= swapped.minX, box.maxX <= swapped.maxX,
+                box.minY >= swapped.minY, box.maxY <= swapped.maxY
+            {
+                message +=
+                    "; with rotation = \(rotation.rawValue), [output] width and height are the screen as the UI is "
+                    + "drawn, after rotation: did you mean width = \(height), height = \(width)?"
+            }
+            table.report(key, message)
             return nil
         }
         return .some(shape)
