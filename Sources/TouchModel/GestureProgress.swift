@@ -197,7 +197,7 @@ struct GestureProgress: Hashable, Sendable {
     ) -> GestureRecognizer.Input? {
         guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
         // A finished recognizer sends nothing more before it resets, so what it last saw is not read again: on every
-        // lift of a tap that a recognizer failed at its touch-down (an edge swipe's), nothing to note (issue 17).
+        // lift of a touch that a recognizer failed at its touch-down, nothing to note (issue 17).
         if !state.isFinished { note(for: recognizer.kind) }
         down.remove(at: index)
         switch state {

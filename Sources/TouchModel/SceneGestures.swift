@@ -2,7 +2,9 @@
 // (docs/uikit-semantics.md §8):
 //
 // - Recognizers see every sample before controls do: a touch-down in a recognizer's region joins it
-//   (while it is possible), moves and lifts of its touches reach it first.
+//   (while it is possible), moves and lifts of its touches reach it first. An edge swipe's region for
+//   the first touch of a sequence is its strip along the edge: a touch-down elsewhere never joins it, so
+//   it does not fail on it (it says nothing about touches it could never take).
 // - When a recognizer recognizes (a discrete one ends, a continuous one begins) and cancels touches,
 //   every control tracking one of its touches gets touchCancel and no touchUp follows.
 // - A control's lift is held back while a recognizer that delays touches ended and has the touch is
@@ -69,12 +71,22 @@ extension Scene {
         return recognizers[index].screens.contains(activeScreenIndex)
     }
 
-    /// A touch went down: every watching recognizer whose region holds it takes it.
+    /// Whether recognizer `index` takes a touch that goes down at `location` now: it watches, its region holds the
+    /// point, and a sequence's first touch lands where the recognizer can start (an edge swipe: in its strip). A
+    /// touch-down it cannot take leaves it alone and silent, as one outside its frame does; a later finger off the
+    /// strip joins the sequence and fails it, since that gesture was begun.
+    func takes(_ index: Int, at location: Point) -> Bool {
+        guard isWatching(index), recognizers[index].region?.contains(location) ?? true else { return false }
+        guard !recognizers[index].progress.isEngaged, case .swipe(let swipe) = recognizers[index].recognizer.kind
+        else { return true }
+        return !swipe.startsOffEdge(location)
+    }
+
+    /// A touch went down: every recognizer that can take it (``takes(_:at:)``) takes it.
     mutating func gesturesTouchDown(
         _ serial: TouchSerial, contact: ContactID, at location: Point, into output: inout Output
     ) {
-        for index in recognizers.indices
-        where isWatching(index) && (recognizers[index].region?.contains(location) ?? true) {
+        for index in recognizers.indices where takes(index, at: location) {
             let touch = GestureTouch(serial: serial, contact: contact, start: location, location: location)
             if let input = recognizers[index].progress.touchDown(
                 touch, at: now, for: recognizers[index].recognizer.rules)

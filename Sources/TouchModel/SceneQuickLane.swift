@@ -12,8 +12,8 @@
 //
 // - one sample, not earlier than the scene's time, and no application beneath (filter mode);
 // - a touch-down: no contact down or ignored and no lift held back; every recognizer untouched (possible, nothing seen,
-//   no timer, not waiting); and each recognizer that would see the touch fails on it at once (a swipe from an edge that
-//   starts elsewhere), so no arbitration can follow;
+//   no timer, not waiting); and each recognizer that takes the touch fails on it at once (one of no fingers; an edge
+//   swipe does not take a touch-down outside its strip at all), so no arbitration can follow;
 // - a lift: the contact is the only one down, not stuck, and every recognizer is untouched or finished with this touch
 //   as its only one, so nothing delays the lift and the finished ones only reset.
 //
@@ -105,7 +105,8 @@ extension Scene {
     /// The ``QuickDownArea`` of control `index`, when the scene can be sure of one: the control is a rectangle (a button
     /// or a toggle the quick lane takes), every group it lies in a rectangle or no clip, no control above it comes
     /// near it, and each recognizer's region (a rectangle, or any shape far enough away) holds the area or misses it,
-    /// with each that sees it failing at once everywhere in it (a swipe from an edge it stays clear of). Nil otherwise;
+    /// with each that sees it taking no touch-down in it (a swipe from an edge it stays clear of) or failing at once
+    /// everywhere in it. Nil otherwise;
     /// then only ``quickDown(at:time:)`` can tell. Nil too in a scene of more than ``quickDownAreaControlLimit``
     /// controls: the area is checked against every other control, and the daemon asks for one per planned control
     /// after every wake-up.
@@ -155,7 +156,8 @@ extension Scene {
             guard otherZ > z || (otherZ == z && other > index) else { continue }
             guard misses(slots[other].control.shape) else { return nil }
         }
-        // Each watching recognizer sees all of the area or none of it, and fails at once wherever it sees it.
+        // Each watching recognizer sees all of the area or none of it, and takes no touch-down in it or fails at once
+        // wherever it sees it.
         var seeing: UInt64 = 0
         for recognizer in recognizers.indices where isWatching(recognizer) {
             let sees: Bool
@@ -170,11 +172,14 @@ extension Scene {
                 sees = false
             }
             guard sees else { continue }
-            guard
-                failsFirstTouchEverywhere(
-                    recognizers[recognizer].recognizer, minX: area.minX, minY: area.minY,
-                    maxX: area.maxX, maxY: area.maxY)
-            else { return nil }
+            // A swipe from an edge the whole area stays clear of takes no touch-down in it (``takes(_:at:)``).
+            if startsOffEdgeEverywhere(
+                recognizers[recognizer].recognizer, minX: area.minX, minY: area.minY, maxX: area.maxX,
+                maxY: area.maxY)
+            {
+                continue
+            }
+            guard recognizers[recognizer].recognizer.fingers < 1 else { return nil }
             seeing |= 1 << UInt64(recognizer)
         }
         guard seeing == outcome.recognizers else { return nil }
@@ -187,12 +192,11 @@ extension Scene {
     /// The most controls (removed ones included) a scene may have for ``quickDownArea(ofControl:)`` to work one out.
     public static let quickDownAreaControlLimit = 256
 
-    /// Whether `recognizer` fails at once on a touch-down anywhere in the half-open bounds: a swipe from an edge that
-    /// every such point stays more than the margin away from (``GestureProgress/failsFirstTouch(at:for:)``).
-    private func failsFirstTouchEverywhere(
+    /// Whether `recognizer` is a swipe from an edge that every point of the half-open bounds stays more than the margin
+    /// away from (``GestureRecognizer/Swipe/startsOffEdge(_:)`` everywhere), so that it takes no first touch there.
+    private func startsOffEdgeEverywhere(
         _ recognizer: GestureRecognizer, minX: Double, minY: Double, maxX: Double, maxY: Double
     ) -> Bool {
-        guard recognizer.fingers >= 1 else { return true }
         guard case .swipe(let swipe) = recognizer.kind, let edge = swipe.edge else { return false }
         // `Edge.holds` subtracts a point's coordinate from an edge's or the other way round: monotonic, so the point of
         // the bounds nearest the edge decides for all of them (a right or bottom one is below the open bound).
@@ -222,9 +226,9 @@ extension Scene {
             && !recognizers[index].progress.isEngaged && recognizers[index].progress.deadline == nil
     }
 
-    /// Whether the recognizer sees a touch that goes down at `location` now.
+    /// Whether the recognizer takes a touch that goes down at `location` now (the general path's own test).
     private func sees(_ index: Int, at location: Point) -> Bool {
-        isWatching(index) && (recognizers[index].region?.contains(location) ?? true)
+        takes(index, at: location)
     }
 
     private mutating func quickTouchDown(

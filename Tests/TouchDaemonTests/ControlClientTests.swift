@@ -187,6 +187,71 @@ struct ControlClientTests {
         #expect(result.output == PrometheusExposition.text(stats: stats))
         #expect(result.output.contains("touchd_frames_total 1200\n"))
     }
+
+    /// Issue 39, item 2: with `--json`, a refusal is a response like any other, printed on standard output as it
+    /// came (it printed nothing there, only the message on standard error); the exit status stays 1.
+    @Test func jsonPrintsRefusalsOnStandardOutput() throws {
+        let invalid =
+            #"{"type":"response","id":2,"ok":false,"error":{"code":"invalid_configuration","message":"1 problem","#
+            + #""problems":["/etc/touchd/touchd.toml:3:1: error: output.width: expected a number"]}}"#
+        let unknown =
+            #"{"type":"response","id":2,"ok":false,"error":{"code":"unknown_control","message":"no control 'NOSUCH'"}}"#
+        let hello = #"{"type":"response","id":1,"ok":false,"error":{"code":"unauthorized","message":"observers only"}}"#
+        let cases: [(arguments: [String], reply: String, toHello: Bool)] = [
+            (["reload"], invalid, false),
+            (["send", "NOSUCH", "touchUpInside"], unknown, false),
+            (["subscribe", "--kind", "nosuch"], unknown, false),
+            (["state"], hello, true),
+        ]
+        for (arguments, reply, toHello) in cases {
+            let fake = try FakeDaemon { connection in
+                guard connection.readLine() != nil else { return }
+                if !toHello {
+                    guard connection.write(Self.hello + "\n"), connection.readLine() != nil else { return }
+                }
+                _ = connection.write(reply + "\n")
+                connection.waitForClose()
+            }
+            defer { fake.tearDown() }
+            let result = try ControlSocketRunTests.ctl(
+                arguments + ["--json", "--socket", fake.path, "--timeout", "30"])
+            #expect(result.status == 1, "\(arguments): \(result.error)")
+            #expect(result.output == reply + "\n", "\(arguments)")
+        }
+    }
+
+    /// A fake that says hello, accepts a subscription and then sends `events` and nothing more, holding the
+    /// connection open for 10 s.
+    private static func silentSubscription(events: [String] = []) throws -> FakeDaemon {
+        try FakeDaemon { connection in
+            guard connection.readLine() != nil, connection.write(Self.hello + "\n"), connection.readLine() != nil,
+                connection.write(#"{"type":"response","id":2,"ok":true,"result":{"generation":1}}"# + "\n")
+            else { return }
+            for event in events { _ = connection.write(event + "\n") }
+            connection.waitForClose()
+        }
+    }
+
+    /// Issue 39, item 3: `--timeout` bounds the verbs that wait for events. `monitor --count 1 --timeout 1` waited
+    /// until touchd closed the connection (here the fake, after 10 s; a real touchd never does); now it stops after a
+    /// second with 69, saying how many of the events came. Without --count the timeout is how long to watch: exit 0.
+    @Test func timeoutBoundsMonitorAndSubscribe() throws {
+        let contact = #"{"type":"event","seq":2,"kind":"contact","touch":"down","contact":0,"x":1,"y":2,"time_us":5}"#
+        let cases: [(arguments: [String], events: [String], status: Int32, error: String, lines: Int)] = [
+            (["monitor", "--count", "1"], [], 69, "touchd ctl: 0 of 1 events within --timeout 1 s\n", 0),
+            (["monitor", "--count", "2"], [contact], 69, "touchd ctl: 1 of 2 events within --timeout 1 s\n", 1),
+            (["subscribe", "--count", "1"], [], 69, "touchd ctl: 0 of 1 events within --timeout 1 s\n", 1),
+            (["monitor"], [contact], 0, "", 1),
+        ]
+        for (arguments, events, status, error, lines) in cases {
+            let fake = try Self.silentSubscription(events: events)
+            defer { fake.tearDown() }
+            let result = try ControlSocketRunTests.ctl(arguments + ["--json", "--socket", fake.path, "--timeout", "1"])
+            #expect(result.status == status, "\(arguments): \(result.error)")
+            #expect(result.error == error, "\(arguments)")
+            #expect(result.output.split(separator: "\n").count == lines, "\(arguments): \(result.output)")
+        }
+    }
 }
 
 /// A one-connection server on a Unix socket in a temporary directory, running `script` on its own thread.

@@ -374,6 +374,26 @@ struct ControlSocketRunTests {
         #expect(missing.error.contains("cannot connect"))
     }
 
+    /// Issue 39, item 2: `ctl --json reload` on a broken file and `ctl --json send NOSUCH touchUpInside` printed
+    /// nothing on standard output; with --json every response, refusals included, is printed as received.
+    @Test("touchd ctl --json prints refusals on standard output, with exit status 1")
+    func ctlJSONRefusals() throws {
+        let running = try Running()
+        let send = try running.ctl(["send", "NOSUCH", "touchUpInside", "--json"])
+        #expect(send.status == 1, "\(send.error)")
+        let refusal = try JSONValue.parse(Array(send.output.utf8.dropLast()))
+        #expect(refusal["ok"]?.boolValue == false)
+        #expect(refusal["error"]?["code"]?.stringValue == "unknown_control")
+
+        try "[output\nwidth = 1000\n".write(to: running.fixture.config, atomically: true, encoding: .utf8)
+        let reload = try running.ctl(["reload", "--json"])
+        #expect(reload.status == 1, "\(reload.error)")
+        let refused = try JSONValue.parse(Array(reload.output.utf8.dropLast()))
+        #expect(refused["error"]?["code"]?.stringValue == "invalid_configuration")
+        let problems = refused["error"]?["problems"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(problems.first?.hasPrefix("\(running.fixture.config.path):1:") == true, "\(problems)")
+    }
+
     @Test("touchd ctl subscribe prints the snapshot, then events, and stops after --count")
     func ctlSubscribe() throws {
         let running = try Running()

@@ -187,6 +187,69 @@ struct GoldenTests {
         }
         #expect(problem.message.hasPrefix("device 0: malformed event"))
     }
+
+    /// Issue 39, item 7: an edge swipe reported `failed` for every touch anywhere, though it only takes touches that
+    /// start in its strip. A touch-down it cannot take leaves it silent; one in its strip that goes nowhere still fails;
+    /// a second finger off the strip while it has one still fails it. With and without filter mode (the scene's quick
+    /// lane takes plain taps only without it).
+    @Test("an edge swipe is silent about touches outside its strip", arguments: [false, true])
+    func edgeSwipeIsSilentOutsideItsStrip(filter: Bool) throws {
+        let configuration = try ConfigurationLoader.load(
+            text: """
+                [output]
+                width = 1000
+                height = 1000
+
+                [filter]
+                enabled = \(filter)
+
+                [[control]]
+                id = "pay"
+                frame = { x = 400, y = 400, width = 200, height = 200 }
+
+                [[gesture]]
+                id = "back"
+                kind = "swipe"
+                directions = ["right"]
+                edge = "left"
+                edge_margin = 30
+                minimum_distance = 150
+
+                [[gesture]]
+                id = "two"
+                kind = "swipe"
+                fingers = 2
+                directions = ["right"]
+                edge = "left"
+                edge_margin = 30
+                """, path: "t.toml"
+        ).get()
+        var simulation = try Simulation(configuration: configuration)
+        let lines = simulation.lines(
+            .scriptText(
+                """
+                0 down 0 500 500
+                80 up 0
+                1000 down 0 900 100
+                1080 up 0
+                2000 down 0 10 500
+                2080 up 0
+                3000 down 0 10 500
+                3000 down 1 500 500
+                3080 up 0
+                3080 up 1
+                """))
+        let failures = lines.filter { $0.contains(#""state":"failed""#) }
+        #expect(
+            failures == [
+                #"{"type":"gesture","time_ms":2080,"gesture":"back","state":"failed","x":10,"y":500}"#,
+                #"{"type":"gesture","time_ms":2080,"gesture":"two","state":"failed","x":10,"y":500}"#,
+                #"{"type":"gesture","time_ms":3000,"gesture":"back","state":"failed","x":255,"y":500}"#,
+                #"{"type":"gesture","time_ms":3000,"gesture":"two","state":"failed","x":255,"y":500}"#,
+            ], "\(lines.joined(separator: "\n"))")
+        let tap = #"{"type":"event","time_ms":80,"control":"pay","event":"touchUpInside""#
+        #expect(lines.contains { $0.hasPrefix(tap) })
+    }
 }
 
 /// The touch script format and its errors.

@@ -421,7 +421,7 @@ struct HostileConfigurationTests {
         let fixture = try RunCommandTests.Fixture()
         let path = fixture.config.path
         #expect(chmod(path, 0o666) == 0)
-        let warning = "\(path): warning: the file is writable by its group and others"
+        let warning = "warning: \(path): the file is writable by its group and others"
 
         let daemon = try fixture.start()
         defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
@@ -438,7 +438,7 @@ struct HostileConfigurationTests {
             config: path, notify: fixture.notify, directory: fixture.directory, extraArguments: ["--strict-permissions"]
         )
         #expect(strict.exitStatus() == ExitStatus.configuration)
-        #expect(strict.errorText.contains("\(path): error: the file is writable by its group and others"))
+        #expect(strict.errorText.contains("error: \(path): the file is writable by its group and others"))
         #expect(fixture.notify.next(within: 1)?.contains("READY=1") == false)
     }
 

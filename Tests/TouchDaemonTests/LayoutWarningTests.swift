@@ -19,7 +19,7 @@ struct LayoutWarningTests {
         #expect(chmod(path, 0o644) == 0)
         let expected = TestSupport.expectations(in: [UInt8](try Data(contentsOf: source)))
             .map { $0.replacingOccurrences(of: "PATH", with: path, options: .anchored) }
-        #expect(expected.count == 3)
+        #expect(expected.count == 4)
         let run = try CheckCommandTests.run(["check", "--config", path])
         #expect(run.status == 0)
         #expect(run.errorLines == expected)
@@ -136,5 +136,96 @@ struct LayoutWarningTests {
         ])
     func covers(_ outer: Shape, _ inner: Shape, _ expected: Bool) {
         #expect(LayoutChecks.covers(outer, inner) == expected)
+    }
+
+    /// Issue 39, item 4: a group's `to_app = false` without filter mode is one mistake, warned about once, however
+    /// many controls inherit it (it was once per control).
+    @Test("a group's to_app that has no effect is warned about once, not once per control")
+    func groupToAppWarnsOnce() throws {
+        let configuration = try Self.load(
+            """
+            [[group]]
+            id = "bar"
+            to_app = false
+            [[control]]
+            id = "b1"
+            parent = "bar"
+            frame = { x = 0, y = 0, width = 10, height = 10 }
+            [[control]]
+            id = "b2"
+            parent = "bar"
+            frame = { x = 20, y = 0, width = 10, height = 10 }
+            [[control]]
+            id = "b3"
+            parent = "bar"
+            frame = { x = 40, y = 0, width = 10, height = 10 }
+            """)
+        #expect(configuration.warnings.map(\.keyPath) == ["group[0].to_app"])
+    }
+
+    /// Issue 39, item 5: `check` was silent where a layout cannot work as drawn. Each case is one file and the
+    /// warnings it must give (their key paths, and words that must be in the message).
+    @Test(
+        "check warns about a partial overlap, a wake touch that idle cannot match, a spaced program, a shared socket dir",
+        arguments: [
+            (
+                """
+                [[control]]
+                id = "pay"
+                frame = { x = 0, y = 0, width = 200, height = 100 }
+                [[control]]
+                id = "cancel"
+                frame = { x = 150, y = 0, width = 200, height = 100 }
+                [[control]]
+                id = "panel"
+                frame = { x = 500, y = 500, width = 400, height = 400 }
+                [[control]]
+                id = "inside"
+                frame = { x = 600, y = 600, width = 50, height = 50 }
+                [[control]]
+                id = "dial"
+                circle = { cx = 700, cy = 100, r = 50 }
+                z = 1
+                [[control]]
+                id = "under"
+                frame = { x = 740, y = 60, width = 100, height = 80 }
+                """,
+                ["control[0]", "control[5]"],
+                ["touches go to 'cancel' (same z, declared later)", "touches go to 'dial' (z 1 above 0)"]
+            ),
+            (
+                "[filter]\nenabled = true\nswallow_after_idle_s = 120\n[idle]\ntimeout_s = 60\n"
+                    + "actions = [{ events = [\"idle\"], action = \"attract\" }]\n",
+                ["filter.swallow_after_idle_s"], ["120 s is longer than [idle] timeout_s (60 s)"]
+            ),
+            (
+                "[filter]\nenabled = true\nswallow_after_idle_s = 30\n[idle]\ntimeout_s = 60\n",
+                ["filter.swallow_after_idle_s"], ["30 s is shorter than [idle] timeout_s (60 s)", "tap is lost"]
+            ),
+            (
+                "[filter]\nenabled = true\nswallow_after_idle_s = 60\n[idle]\ntimeout_s = 60\n", [], []
+            ),
+            (
+                "[targets.attract]\nexec = [\"/usr/local/bin/attract start\", \"--loop\"]\nresponds_to = [\"a\"]\n",
+                ["targets.attract.exec[0]"],
+                [#"split the command into separate elements: exec = ["/usr/local/bin/attract", "start", "--loop"]"#]
+            ),
+            (
+                "[control_socket]\nsocket = \"/tmp/touchd.sock\"\n",
+                ["control_socket.socket"],
+                [
+                    "touchd run will not create its control socket here: /tmp is writable by group or others "
+                        + "(mode 1777)",
+                    #"socket = "/run/touchd/control.sock""#,
+                ]
+            ),
+        ])
+    func layoutThatCannotWorkAsDrawn(_ text: String, _ keyPaths: [String], _ words: [String]) throws {
+        let configuration = try Self.load(text)
+        #expect(configuration.warnings.map(\.keyPath) == keyPaths, "\(configuration.warnings)")
+        let messages = configuration.warnings.map(\.message).joined(separator: "\n")
+        for word in words {
+            #expect(messages.contains(word), "\(messages)")
+        }
     }
 }

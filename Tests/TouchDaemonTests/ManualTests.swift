@@ -83,4 +83,20 @@ struct ManualTests {
         }
         #expect(!run.standardOutput.contains("generate-manual"))
     }
+
+    /// Issue 39, item 9: a flag and its `--no-` inversion get one entry, their text said once, not the same text under
+    /// each name; EXIT STATUS names every code the commands use (render's 65 and 66, run's 78 without /dev/uinput).
+    @Test("an inverted flag is one entry, and EXIT STATUS has render's and run's codes")
+    func invertedFlagAndExitStatuses() throws {
+        let page = try Manual.page(fromDump: Touchd._dumpHelp(), version: "1").get()
+        let help = "Send each touch's messages under SCHED_IDLE"
+        #expect(page.components(separatedBy: help).count == 2, "the --yield-on-send text is not said once")
+        #expect(page.contains("\\fB\\-\\-yield\\-on\\-send\\fR, \\fB\\-\\-no\\-yield\\-on\\-send\\fR\n\(help)"))
+        #expect(page.contains("Default: \\-\\-yield\\-on\\-send."))
+        let status = try #require(
+            page.components(separatedBy: ".SH EXIT STATUS").last?.components(separatedBy: ".SH ").first)
+        #expect(status.contains(".B 66\nrender: the \\-\\-background file cannot be opened or read."))
+        #expect(status.contains("render: the \\-\\-background file is not an image"))
+        #expect(status.contains("/dev/uinput"))
+    }
 }

@@ -280,4 +280,49 @@ struct RunCommandTests {
         #expect(notify.next()?.first == "STOPPING=1")
         #expect(daemon.exitStatus() == 0)
     }
+
+    /// Issue 39, item 4: a group's `to_app = false` without filter mode was logged once per control in the group, and
+    /// each line said its severity twice (`warning: PATH:9:1: warning: …`). Now once, and a line reads once: the log
+    /// level, then the place and the message. An invalid file's errors read once too.
+    @Test func aWarningIsLoggedOnceAndSaysWarningOnce() throws {
+        let fixture = try Fixture(
+            configuration: Self.valid + """
+
+                [[group]]
+                id = "bar"
+                to_app = false
+
+                [[control]]
+                id = "b1"
+                parent = "bar"
+                frame = { x = 400, y = 100, width = 50, height = 50 }
+
+                [[control]]
+                id = "b2"
+                parent = "bar"
+                frame = { x = 500, y = 100, width = 50, height = 50 }
+
+                [[control]]
+                id = "b3"
+                parent = "bar"
+                frame = { x = 600, y = 100, width = 50, height = 50 }
+
+                """)
+        let daemon = try fixture.start()
+        defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
+        #expect(fixture.notify.next()?.first == "READY=1", "stderr:\n\(daemon.errorText)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+        let lines = daemon.errorText.split(separator: "\n").filter { $0.contains("to_app") }
+        #expect(lines.count == 1, "\(lines)")
+        #expect(lines.first?.hasPrefix("warning: \(fixture.config.path):") == true, "\(lines)")
+        #expect(lines.allSatisfy { $0.components(separatedBy: "warning").count == 2 }, "\(lines)")
+
+        let invalid = try Fixture(configuration: "[output]\nwidth = -5\nheight = 1000\n")
+        let refused = try invalid.start()
+        #expect(refused.exitStatus() == 78)
+        let errors = refused.errorText.split(separator: "\n").filter { $0.contains(invalid.config.path) }
+        #expect(errors.contains { $0.hasPrefix("error: \(invalid.config.path):2:") }, "\(errors)")
+        #expect(errors.allSatisfy { !$0.contains(": error: ") }, "\(errors)")
+    }
 }

@@ -1,7 +1,7 @@
 import Glibc
 
 /// `touchd ctl`'s connection to the control socket: blocking, one request at a time, every wait bounded by a
-/// timeout (except a subscription's stream, which waits as long as it runs).
+/// timeout (a subscription's stream by the deadline it is given, or none).
 ///
 /// It trusts the daemon no more than the daemon trusts it: a reply that breaks the protocol (not JSON, a response
 /// to another request, a line over `maxLineBytes`) ends the exchange with `.protocolError` (exit 76) naming what
@@ -63,6 +63,8 @@ final class ControlClient {
     /// Microseconds each read or write may wait; nil for no limit.
     var timeout: UInt64?
     private var nextID: Int64 = 1
+    /// The last refusal the server sent, as received: `ctl --json` prints it as it prints every other response.
+    private(set) var refusal: Line?
 
     /// Connects to `path` (a blocking socket, close-on-exec).
     init(path: String, timeout: UInt64?) throws(Failure) {
@@ -104,8 +106,11 @@ final class ControlClient {
             case "response":
                 try Self.checkResponse(line, id: id)
                 // A response to our hello is always a refusal (a hello is answered with a hello).
-                throw Self.error(of: line)
-                    ?? .protocolError("a response to hello that is not a refusal: \(Self.excerpt(line.text))")
+                guard let error = Self.error(of: line) else {
+                    throw .protocolError("a response to hello that is not a refusal: \(Self.excerpt(line.text))")
+                }
+                refusal = line
+                throw error
             default:
                 continue
             }
@@ -132,7 +137,10 @@ final class ControlClient {
                 continue
             }
             try Self.checkResponse(line, id: id)
-            if let error = Self.error(of: line) { throw error }
+            if let error = Self.error(of: line) {
+                refusal = line
+                throw error
+            }
             guard line.value["ok"]?.boolValue == true else {
                 throw .protocolError("a response with neither ok nor an error: \(Self.excerpt(line.text))")
             }
@@ -141,13 +149,15 @@ final class ControlClient {
     }
 
     /// A subscription's stream, after its response: hands every line but responses to `show` (which says whether the
-    /// line counts towards `count`) until `count` lines counted (nil: for ever). Lines come when they come, so no
-    /// timeout applies from here on; an `overflow` or `shutdown` line ends the stream as a lost connection.
-    func stream(count: Int?, _ show: (Line) -> Bool) throws(Failure) {
+    /// line counts towards `count`) until `count` lines counted (nil: for ever) or `deadline` (microseconds,
+    /// `monotonicMicroseconds()`; nil: none) passes. Lines come when they come, so only the deadline bounds the wait;
+    /// an `overflow` or `shutdown` line ends the stream as a lost connection. Returns how many lines counted.
+    @discardableResult
+    func stream(count: Int?, until deadline: UInt64? = nil, _ show: (Line) -> Bool) throws(Failure) -> Int {
         timeout = nil
         var received = 0
         while count.map({ received < $0 }) ?? true {
-            let line = try readLine()
+            guard let line = try nextLine(deadline: deadline) else { return received }
             let type = line.value["type"]?.stringValue
             guard type != "response" else { continue }
             if show(line) { received += 1 }
@@ -158,11 +168,18 @@ final class ControlClient {
             default: break
             }
         }
+        return received
     }
 
     /// The next line from the server, by `deadline` (microseconds, `monotonicMicroseconds()`) when there is one,
     /// else each wait bounded by `timeout`.
     func readLine(deadline: UInt64? = nil) throws(Failure) -> Line {
+        guard let line = try nextLine(deadline: deadline) else { throw noAnswer }
+        return line
+    }
+
+    /// The next line from the server, or nil when `deadline` (else `timeout`) passes first.
+    private func nextLine(deadline: UInt64?) throws(Failure) -> Line? {
         while true {
             if let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
                 let bytes = buffer[bufferStart..<newline]
@@ -179,7 +196,7 @@ final class ControlClient {
             scanned = buffer.count
             // Refused as soon as it passes the limit: never more than the limit and one read are held.
             guard buffer.count - bufferStart <= Self.maxLineBytes else { throw Self.tooLong(buffer[bufferStart...]) }
-            try wait(for: Int16(POLLIN), deadline: deadline)
+            guard try wait(for: Int16(POLLIN), deadline: deadline) else { return nil }
             let received = chunk.withUnsafeMutableBytes { buffer in
                 Result { () throws(SystemCallError) in
                     try systemCall("recv") { recv(descriptor, buffer.baseAddress, buffer.count, 0) }
@@ -222,7 +239,7 @@ final class ControlClient {
         var offset = 0
         let deadline = answerDeadline()
         while offset < bytes.count {
-            try wait(for: Int16(POLLOUT), deadline: deadline)
+            guard try wait(for: Int16(POLLOUT), deadline: deadline) else { throw noAnswer }
             let result = bytes[offset...].withUnsafeBytes { buffer in
                 Result { () throws(SystemCallError) in
                     try systemCall("send") {
@@ -237,22 +254,26 @@ final class ControlClient {
         }
     }
 
-    /// Waits until the socket is ready for `events`, until `deadline` if there is one, else at most `timeout`.
-    private func wait(for events: Int16, deadline: UInt64?) throws(Failure) {
+    /// Waits until the socket is ready for `events` (true), or until `deadline` if there is one, else at most
+    /// `timeout`, passes (false).
+    private func wait(for events: Int16, deadline: UInt64?) throws(Failure) -> Bool {
         var descriptors = [pollfd(fd: descriptor, events: events, revents: 0)]
         while true {
             let microseconds =
                 deadline.map { $0 > monotonicMicroseconds() ? $0 - monotonicMicroseconds() : 0 } ?? timeout
             let milliseconds = microseconds.map { Int32(clamping: ($0 + 999) / 1000) } ?? -1
             let ready = poll(&descriptors, 1, milliseconds)
-            if ready > 0 { return }
-            if ready == 0 { throw .lost("no answer within \(Self.seconds(timeout ?? 0)) s") }
+            if ready > 0 { return true }
+            if ready == 0 { return false }
             if errno != EINTR { throw .lost(UnixSocket.describe(errno)) }
         }
     }
 
+    /// The failure of an answer that did not come within `timeout`.
+    private var noAnswer: Failure { .lost("no answer within \(Self.seconds(timeout ?? 0)) s") }
+
     /// Microseconds as seconds for a message: `5`, `0.5`.
-    private static func seconds(_ microseconds: UInt64) -> String {
+    static func seconds(_ microseconds: UInt64) -> String {
         microseconds % 1_000_000 == 0 ? "\(microseconds / 1_000_000)" : "\(Double(microseconds) / 1_000_000)"
     }
 

@@ -12,10 +12,11 @@ struct Ctl: ParsableCommand {
             file with other problems still names its socket. Options may come before or after the verb. \
             Human-readable output by default, with control characters shown as escapes (\\x1b); --json prints the \
             server's lines as received, for scripts, with DEL, C1 and bidirectional controls as \\u escapes. Exit \
-            status: 0 done, 1 touchd refused the request (its error code and message on stderr), 69 cannot \
-            connect or the connection was lost (or touchd did not answer within --timeout), 76 touchd's answer \
-            broke the protocol (not JSON, a response to another request, a line over 1 MiB), 78 the configuration \
-            names no usable socket.
+            status: 0 done, 1 touchd refused the request (its error code and message on stderr; with --json its \
+            response on stdout too, as received), 69 cannot connect or the connection was lost (or touchd did not \
+            answer within --timeout, or monitor and subscribe saw fewer than --count events within it), 76 \
+            touchd's answer broke the protocol (not JSON, a response to another request, a line over 1 MiB), 78 the \
+            configuration names no usable socket.
             """,
         subcommands: [
             CtlState.self, CtlStats.self, CtlEnable.self, CtlDisable.self, CtlSet.self, CtlSend.self, CtlScreen.self,
@@ -39,15 +40,48 @@ struct CtlOptions: ParsableArguments {
             valueName: "path"))
     var config: String?
 
-    @Flag(help: "Print the server's JSON lines as received.")
+    @Flag(help: "Print the server's JSON lines as received, refusals included.")
     var json = false
 
-    @Option(help: ArgumentHelp("Seconds to wait for touchd's whole answer.", valueName: "seconds"))
-    var timeout: Double = 5
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to wait for touchd's whole answer (default: 5); for monitor and subscribe, also the most seconds "
+                + "to wait for their events (default: no limit).",
+            valueName: "seconds"))
+    var timeout: Double?
+
+    /// Seconds to wait for touchd's whole answer to a request.
+    var answerTimeout: Double { timeout ?? 5 }
 
     func validate() throws {
-        guard timeout.isFinite, timeout > 0, timeout <= 3_600 else {
-            throw ValidationError("--timeout must be a number of seconds above 0 and at most 3600")
+        if let timeout {
+            guard timeout.isFinite, timeout > 0, timeout <= 3_600 else {
+                throw ValidationError("--timeout must be a number of seconds above 0 and at most 3600")
+            }
+        }
+    }
+
+    /// When a verb that waits for events stops waiting: --timeout from now, if given (validate() bounds it, so the
+    /// conversion cannot trap).
+    func eventDeadline() -> UInt64? {
+        timeout.map { monotonicMicroseconds().saturatingSum(UInt64(($0 * 1_000_000).rounded())) }
+    }
+
+    /// A subscription's events until --count of them or the deadline; fewer than --count by the deadline ends the
+    /// program with 69, as an answer that did not come within --timeout does.
+    func stream(
+        _ client: ControlClient, count: Int?, until deadline: UInt64?, _ show: (ControlClient.Line) -> Bool
+    ) throws {
+        let received: Int
+        do {
+            received = try client.stream(count: count, until: deadline, show)
+        } catch {
+            throw fail(error, client: client)
+        }
+        if let count, received < count, let timeout {
+            let seconds = ControlClient.seconds(UInt64((timeout * 1_000_000).rounded()))
+            printError("touchd ctl: \(received) of \(count) events within --timeout \(seconds) s")
+            throw ExitCode(69)  // EX_UNAVAILABLE, as an answer that does not come in time
         }
     }
 
@@ -65,14 +99,19 @@ struct CtlOptions: ParsableArguments {
     /// Connects and says hello; failures end the program with their exit status.
     func connect() throws -> ControlClient {
         let socket = try socketPath()
+        let client: ControlClient
         do {
             // validate() bounds the timeout, so the conversion cannot trap.
-            let client = try ControlClient(path: socket, timeout: UInt64((timeout * 1_000_000).rounded()))
-            _ = try client.hello()
-            return client
+            client = try ControlClient(path: socket, timeout: UInt64((answerTimeout * 1_000_000).rounded()))
         } catch {
             throw fail(error)
         }
+        do {
+            _ = try client.hello()
+        } catch {
+            throw fail(error, client: client)
+        }
+        return client
     }
 
     /// Sends one request and prints its result: the raw line with --json, else `human(result)`.
@@ -86,7 +125,7 @@ struct CtlOptions: ParsableArguments {
                 for line in human(response.value["result"] ?? .null) { printUntrusted(line) }
             }
         } catch {
-            throw fail(error)
+            throw fail(error, client: client)
         }
     }
 
@@ -96,8 +135,12 @@ struct CtlOptions: ParsableArguments {
         try run("set", members: members) { [CtlFormat.control($0)] }
     }
 
-    /// Prints the failure and returns the exit code to throw.
-    func fail(_ failure: ControlClient.Failure) -> ExitCode {
+    /// Prints the failure and returns the exit code to throw. With --json a refusal's response goes to standard
+    /// output as received, as every other response does; the message still goes to standard error.
+    func fail(_ failure: ControlClient.Failure, client: ControlClient? = nil) -> ExitCode {
+        if json, case .refused = failure, let refusal = client?.refusal {
+            print(TerminalText.jsonLine(refusal.text))
+        }
         printError("touchd ctl: \(failure)")
         return ExitCode(failure.exitStatus)
     }
@@ -234,13 +277,14 @@ struct CtlSubscribe: ParsableCommand {
     @Option(name: .customLong("control"), help: "A control id (repeatable).") var controls: [String] = []
     @Option(name: .customLong("event"), help: "An event name (repeatable).") var events: [String] = []
     @Option(name: .customLong("gesture"), help: "A gesture id (repeatable).") var gestures: [String] = []
-    @Option(help: "Stop after this many events.") var count: Int?
+    @Option(help: "Stop after this many events (within --timeout, when given).") var count: Int?
 
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
     }
 
     func run() throws {
+        let deadline = options.eventDeadline()
         var members = JSONLine()
         if !kinds.isEmpty { members.add("kinds", strings: kinds) }
         if !controls.isEmpty { members.add("controls", strings: controls) }
@@ -256,16 +300,16 @@ struct CtlSubscribe: ParsableCommand {
                 print("-- events --")
             }
             fflush(nil)
-            try client.stream(count: count) { line in
-                if options.json {
-                    print(TerminalText.jsonLine(line.text))
-                } else {
-                    printUntrusted(CtlFormat.event(line.value))
-                }
-                return line.value["type"]?.stringValue == "event"
-            }
         } catch {
-            throw options.fail(error)
+            throw options.fail(error, client: client)
+        }
+        try options.stream(client, count: count, until: deadline) { line in
+            if options.json {
+                print(TerminalText.jsonLine(line.text))
+            } else {
+                printUntrusted(CtlFormat.event(line.value))
+            }
+            return line.value["type"]?.stringValue == "event"
         }
     }
 }

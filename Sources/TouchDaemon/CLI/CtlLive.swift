@@ -38,13 +38,14 @@ struct CtlMonitor: ParsableCommand {
             """)
 
     @OptionGroup var options: CtlOptions
-    @Option(help: "Stop after this many contact lines.") var count: Int?
+    @Option(help: "Stop after this many contact lines (within --timeout, when given).") var count: Int?
 
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
     }
 
     func run() throws {
+        let deadline = options.eventDeadline()
         let client = try options.connect()
         do throws(ControlClient.Failure) {
             _ = try client.request("subscribe", members: #""kinds":["contact"]"#)
@@ -52,20 +53,20 @@ struct CtlMonitor: ParsableCommand {
                 print("watching live contacts (positions in output pixels); Ctrl-C stops")
             }
             fflush(nil)
-            var origin: Int64?
-            try client.stream(count: count) { line in
-                guard line.value["type"]?.stringValue == "event", line.value["kind"]?.stringValue == "contact" else {
-                    return false
-                }
-                if options.json {
-                    print(TerminalText.jsonLine(line.text))
-                } else {
-                    printUntrusted(CtlFormat.contact(line.value, origin: &origin))
-                }
-                return true
-            }
         } catch {
-            throw options.fail(error)
+            throw options.fail(error, client: client)
+        }
+        var origin: Int64?
+        try options.stream(client, count: count, until: deadline) { line in
+            guard line.value["type"]?.stringValue == "event", line.value["kind"]?.stringValue == "contact" else {
+                return false
+            }
+            if options.json {
+                print(TerminalText.jsonLine(line.text))
+            } else {
+                printUntrusted(CtlFormat.contact(line.value, origin: &origin))
+            }
+            return true
         }
     }
 }

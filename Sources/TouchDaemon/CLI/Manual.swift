@@ -121,10 +121,16 @@ enum Manual {
             .TP
             .B 65
             simulate: the touch script or recording is invalid.
+            render: the \\-\\-background file is not an image touchd can embed (not a regular file, over 32 MiB, or
+            not a PNG, JPEG, GIF or WebP image).
+            .TP
+            .B 66
+            render: the \\-\\-background file cannot be opened or read.
             .TP
             .B 69
             run: the input layer cannot start (no udev, a seat that cannot be assigned).
-            ctl: touchd cannot be reached, the connection was lost, or no answer came within \\-\\-timeout.
+            ctl: touchd cannot be reached, the connection was lost, or no answer came within \\-\\-timeout (monitor,
+            subscribe: fewer than \\-\\-count events came within it).
             .TP
             .B 70
             run: its event loop failed.
@@ -144,6 +150,8 @@ enum Manual {
             .TP
             .B 78
             The configuration is invalid (check, run, simulate, render); ctl: it names no usable socket.
+            run: filter mode is on and touchd cannot create virtual touchscreens (\\fI/dev/uinput\\fR is missing or
+            cannot be opened), or systemd passed a control socket touchd cannot use.
             .SH FILES
             .TP
             .I /etc/touchd/touchd.toml
@@ -179,13 +187,32 @@ enum Manual {
             text += ".I command\n"
         }
         if let discussion = command.discussion, !discussion.isEmpty { text += paragraph(discussion) }
-        for argument in arguments {
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            // A flag and its `--no-` inversion share one help text in the dump: one entry for both, said once.
+            if index + 1 < arguments.endIndex, isInversion(arguments[index + 1], of: argument) {
+                var help = help(argument)
+                if let value = argument.defaultValue, !value.isEmpty { help += " Default: \(value)." }
+                text += ".TP\n" + term(argument) + ", " + term(arguments[index + 1]) + "\n" + escape(help) + "\n"
+                index += 2
+                continue
+            }
             text += ".TP\n" + term(argument) + "\n" + escape(help(argument)) + "\n"
+            index += 1
         }
         for subcommand in visible(command.subcommands) {
             text += section(subcommand, path: path + [command.commandName])
         }
         return text
+    }
+
+    /// Whether `second` is the `--no-` inversion of the flag `first` (argument-parser's `inversion: .prefixedNo`).
+    private static func isInversion(_ second: Argument, of first: Argument) -> Bool {
+        guard first.kind == "flag", second.kind == "flag", first.abstract == second.abstract,
+            let name = first.names?.first(where: { $0.kind == "long" })?.name
+        else { return false }
+        return second.names?.contains { $0.kind == "long" && $0.name == "no-" + name } == true
     }
 
     private static func visible(_ commands: [Command]?) -> [Command] {

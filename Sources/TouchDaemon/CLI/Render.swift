@@ -63,8 +63,14 @@ struct Render: ParsableCommand {
         let configuration = try options.load()
         let screens = configuration.screens.map(\.id)
         if let screen, screen != "all", !screens.contains(screen) {
-            let known = screens.isEmpty ? "none" : screens.joined(separator: ", ")
-            throw ValidationError("unknown screen '\(screen)'; the configuration has: \(known) (or all)")
+            guard !screens.isEmpty else {
+                throw ValidationError(
+                    "--screen \(screen): the configuration has no [[screen]], so there is one picture with every "
+                        + "control; leave --screen out")
+            }
+            throw ValidationError(
+                "unknown screen '\(screen)'\(didYouMean(screen, in: screens)); the configuration has: "
+                    + "\(screens.joined(separator: ", ")) (or all)")
         }
         var image: BackgroundImage?
         if let background {

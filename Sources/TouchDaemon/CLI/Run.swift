@@ -49,10 +49,13 @@ struct Run: ParsableCommand {
         switch ConfigurationFile.load(path: options.config, strictPermissions: strictPermissions) {
         case .success(let loaded):
             configuration = loaded
-            for warning in loaded.warnings { logger.warning("\(warning.formatted(path: options.config))") }
+            // The log says the level: `warning: PATH:LINE:COLUMN: KEY: MESSAGE`, not `warning: PATH…: warning: …`.
+            for warning in loaded.warnings {
+                logger.warning("\(warning.formatted(path: options.config, severity: false))")
+            }
         case .failure(let error):
-            for line in error.warningLines { logger.warning("\(line)") }
-            for line in error.reportedLines { logger.error("\(line)") }
+            for line in error.loggedWarningLines { logger.warning("\(line)") }
+            for line in error.loggedLines { logger.error("\(line)") }
             logger.critical("the configuration is invalid; not starting", metadata: ["config": "\(options.config)"])
             notifier.notify(["STATUS=configuration invalid: \(error.lines.first ?? options.config)"])
             throw ExitCode(ExitStatus.configuration)
@@ -66,7 +69,7 @@ struct Run: ParsableCommand {
         do {
             scene = try configuration.makeScene()
         } catch {
-            for problem in error.problems { logger.error("\(options.config): error: \(problem)") }
+            for problem in error.problems { logger.error("\(options.config): \(problem)") }
             throw ExitCode(ExitStatus.configuration)
         }
         // One instance per seat, taken before anything touches the system: a second touchd creates or removes no

@@ -77,6 +77,8 @@ private struct Decoder {
 
     /// Where each id was first declared, across controls, groups, screens and gestures.
     private var declared: [String: (kind: String, path: String)] = [:]
+    /// `[output] rotation`, for the hint of a shape outside a rotated output.
+    private var rotation: Configuration.Rotation = .normal
 
     init(root: TableReader) {
         self.root = root
@@ -86,6 +88,7 @@ private struct Decoder {
 
     mutating func decode() -> Configuration? {
         let output = decodeOutput()
+        rotation = output?.rotation ?? .normal
         let seat = decodeInput()
         let bounds = output?.bounds ?? Rect(x: 0, y: 0, width: 1920, height: 1080)
         let devices = root.tables("device", limit: Limits.devices).map { decodeDevice($0, bounds: bounds) }
@@ -229,6 +232,7 @@ private struct Decoder {
             filter: filter, deadZones: deadZoneSource, gestures: gestures,
             gestureTables: tablesByID(gestureIDs, gestureTables))
         let idle = decodeIdle(targets: targetsByName, screens: Set(screenIDs.compactMap { $0 }))
+        checkWakeTouch(filter: filter, idle: idle)
         root.finish()
 
         guard let output, let tracking else { return nil }
@@ -259,7 +263,8 @@ private struct Decoder {
 
     /// `rotation` of `[output]` or a `[[device]]` entry: nil when absent or refused (the problem is reported).
     private func decodeRotation(_ table: TableReader) -> Configuration.Rotation? {
-        guard let degrees = table.integer("rotation", in: 0...270) else { return nil }
+        // Any integer, so that -90 and 360 are answered with the allowed values, as 45 is.
+        guard let degrees = table.integer("rotation", in: Int.min...Int.max) else { return nil }
         guard let rotation = Configuration.Rotation(rawValue: degrees) else {
             let allowed = Configuration.Rotation.allCases.map { String($0.rawValue) }.joined(separator: ", ")
             table.report("rotation", "\(degrees) is not one of \(allowed)")
@@ -313,6 +318,15 @@ private struct Decoder {
                 table.report("socket", problem)
             } else {
                 control.path = path
+                // touchd run refuses such a directory (ControlListener.create) and runs without a control socket.
+                if table.bool("enabled") != false, let shared = ControlListener.directoryProblem(ofSocket: path) {
+                    warnings.report(
+                        table.keyPath("socket"),
+                        "touchd run will not create its control socket here: \(shared), so another user could put "
+                            + "a socket of their own in its place; touchd then runs without one (touchd ctl cannot "
+                            + "reach it). Use a directory only root or touchd can write, such as socket = "
+                            + "\"/run/touchd/control.sock\"")
+                }
             }
         }
         for (key, keyPath) in [("group", \Configuration.ControlSocket.group), ("admin_group", \.adminGroup)] {
@@ -403,6 +417,39 @@ private struct Decoder {
         return filter
     }
 
+    /// `[filter] swallow_after_idle_s` and `[idle] timeout_s` both count from the last lift (Engine+Idle.swift,
+    /// SceneApp.swift): `idle` fires after timeout_s, its `wake` at the next touch-down; the first touch after
+    /// swallow_after_idle_s is kept from the application. Set together, they mean "the touch that wakes the idle kiosk
+    /// must not click the application"; different values cannot do that, and the warning says which touches go wrong.
+    private func checkWakeTouch(filter: Configuration.Filter, idle: Configuration.Idle) {
+        let swallow = filter.swallowAfterIdle
+        guard filter.enabled, swallow > 0, idle.isEnabled, swallow != idle.timeout else { return }
+        let swallowText = Self.seconds(swallow)
+        let idleText = Self.seconds(idle.timeout)
+        if swallow > idle.timeout {
+            // Only a visible idle makes the wake touch matter: an idle with no actions and no screen changes nothing.
+            guard !idle.actions.isEmpty || idle.screen != nil else { return }
+            warnings.report(
+                "filter.swallow_after_idle_s",
+                "\(swallowText) s is longer than [idle] timeout_s (\(idleText) s): a touch that comes between "
+                    + "\(idleText) and \(swallowText) s after the last one wakes the idle kiosk (its wake actions run) and still "
+                    + "reaches the application, so it can click what is under it; set swallow_after_idle_s = "
+                    + "\(idleText) to keep exactly the waking touch from the application")
+        } else {
+            warnings.report(
+                "filter.swallow_after_idle_s",
+                "\(swallowText) s is shorter than [idle] timeout_s (\(idleText) s): a touch that comes between "
+                    + "\(swallowText) and \(idleText) s after the last one is kept from the application although the "
+                    + "kiosk is not idle yet (no idle fired, the page is still in use), so that tap is lost; set "
+                    + "swallow_after_idle_s = \(idleText) to swallow exactly the touch that wakes it")
+        }
+    }
+
+    /// Microseconds as seconds for a message: `60`, `0.5`.
+    private static func seconds(_ microseconds: UInt64) -> String {
+        microseconds % 1_000_000 == 0 ? "\(microseconds / 1_000_000)" : "\(Double(microseconds) / 1_000_000)"
+    }
+
     /// `to_app` and `delays_touches_began` only mean something in filter mode; a setting that can make no
     /// difference is a mistake worth naming (docs/kiosk.md).
     private func checkFilterKeys(
@@ -411,7 +458,8 @@ private struct Decoder {
     ) {
         let delaying = gestures.filter(\.delaysTouchesBegan)
         guard filter.enabled else {
-            for path in deadZones.values.sorted() {
+            // Once per key: a group's to_app that its controls inherit is one mistake, not one per control.
+            for path in Set(deadZones.values).sorted() {
                 warnings.report(path, "to_app = false has no effect: [filter] enabled is not true")
             }
             for gesture in delaying {
@@ -565,6 +613,18 @@ private struct Decoder {
                 target.report(
                     "exec", "with shell = true, exec holds exactly one string: the command line for /bin/sh -c")
             }
+        } else if program.hasPrefix("/"), program.contains(" "), !ExecutableProgram.exists(program) {
+            // exec runs no shell: the first element is one file name, spaces and all.
+            let words = program.split(separator: " ").map(String.init) + argv.dropFirst()
+            var split = ""
+            for (index, word) in words.enumerated() {
+                if index > 0 { split += ", " }
+                JSONLine.appendString(word, to: &split)
+            }
+            warnings.report(
+                "\(target.keyPath("exec"))[0]",
+                "'\(program)' holds a space, but exec runs no shell: this names one program whose file name has a "
+                    + "space in it, which does not exist; split the command into separate elements: exec = [\(split)]")
         } else if !program.hasPrefix("/") {
             // Only a program that exists is suggested, never the name glued onto a directory (/usr/bin/bin/true).
             let hint = ExecutableProgram.suggestion(for: program).map { "did you mean '\($0)'?" }
@@ -629,15 +689,28 @@ private struct Decoder {
     ) -> String? {
         guard let name else { return nil }
         guard targets[name] != nil else {
-            table.report(key, unknown("target", name, targets.keys))
+            table.report(key, unknown("target", name, targets.keys, listing: "declared targets"))
             return nil
         }
         return name
     }
 
-    private func unknown(_ kind: String, _ name: String, _ known: some Sequence<String>) -> String {
-        let suggestion = closest(to: name, in: known).map { " (did you mean '\($0)'?)" } ?? ""
-        return "unknown \(kind) '\(name)'\(suggestion)"
+    /// `unknown target 'kiosq' (did you mean 'kiosk'?)`; with `listing`, the known names follow (`; declared
+    /// targets: click, kiosk`, the first 16), or that there is none.
+    private func unknown(
+        _ kind: String, _ name: String, _ known: some Collection<String>, listing: String? = nil
+    ) -> String {
+        var message = "unknown \(kind) '\(name)'\(didYouMean(name, in: known))"
+        if let listing {
+            let names = known.sorted()
+            if names.isEmpty {
+                message += "; there are no \(listing)"
+            } else {
+                message += "; \(listing): \(names.prefix(16).joined(separator: ", "))"
+                if names.count > 16 { message += ", … (\(names.count) in all)" }
+            }
+        }
+        return message
     }
 
     private func checkParent(_ table: TableReader, groups: Set<String>) -> String? {
@@ -668,6 +741,8 @@ private struct Decoder {
         let log = log
         var findings = LayoutChecks.unlistedGroups(groups, screens: screens, paths: groupPaths)
         findings += LayoutChecks.hiddenControls(
+            controls, groups: groups, screens: screens, paths: controlPaths, line: { log.position(of: $0)?.line })
+        findings += LayoutChecks.overlappingControls(
             controls, groups: groups, screens: screens, paths: controlPaths, line: { log.position(of: $0)?.line })
         // In file order, as check prints problems.
         let positioned = findings.map { finding in
@@ -925,7 +1000,12 @@ private struct Decoder {
                 action.report("events", "no events: name at least one of \(GestureEvents.all.joined(separator: ", "))")
             }
             for (index, event) in events.enumerated() where !GestureEvents.all.contains(event) {
-                log.report("\(action.keyPath("events"))[\(index)]", unknown("gesture event", event, GestureEvents.all))
+                let message =
+                    Control.Event(name: event) != nil
+                    ? "'\(event)' is a control event; a gesture's events are "
+                        + GestureEvents.all.joined(separator: ", ")
+                    : unknown("gesture event", event, GestureEvents.all, listing: "gesture events")
+                log.report("\(action.keyPath("events"))[\(index)]", message)
             }
             guard let (actionTarget, name) = decodeActionTarget(action, targets: targets) else { continue }
             actions.append(Configuration.GestureAction(events: events, target: actionTarget, action: name))
@@ -972,7 +1052,9 @@ private struct Decoder {
                 if let event = Configuration.Idle.Event(rawValue: name) {
                     valid.insert(event)
                 } else {
-                    log.report("\(action.keyPath("events"))[\(index)]", unknown("idle event", name, names))
+                    log.report(
+                        "\(action.keyPath("events"))[\(index)]",
+                        unknown("idle event", name, names, listing: "idle events"))
                 }
             }
             guard let (target, name) = decodeActionTarget(action, targets: targets), !valid.isEmpty else { continue }
@@ -1017,10 +1099,18 @@ private struct Decoder {
         guard let shape else { return nil }
         let box = shape.boundingBox
         if box.maxX <= bounds.minX || box.minX >= bounds.maxX || box.maxY <= bounds.minY || box.minY >= bounds.maxY {
-            table.report(
-                key,
-                "the shape lies entirely outside the output (\(TableReader.format(bounds.width))×\(TableReader.format(bounds.height)))"
-            )
+            let (width, height) = (TableReader.format(bounds.width), TableReader.format(bounds.height))
+            var message = "the shape lies entirely outside the output (\(width)×\(height))"
+            // A rotated panel's size written as the panel's, not as the UI is drawn: the shape fits the other way.
+            let swapped = Rect(x: bounds.minX, y: bounds.minY, width: bounds.height, height: bounds.width)
+            if rotation == .right || rotation == .left, box.minX >= swapped.minX, box.maxX <= swapped.maxX,
+                box.minY >= swapped.minY, box.maxY <= swapped.maxY
+            {
+                message +=
+                    "; with rotation = \(rotation.rawValue), [output] width and height are the screen as the UI is "
+                    + "drawn, after rotation: did you mean width = \(height), height = \(width)?"
+            }
+            table.report(key, message)
             return nil
         }
         return .some(shape)

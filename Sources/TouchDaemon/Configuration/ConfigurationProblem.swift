@@ -26,15 +26,19 @@ struct ConfigurationProblem: Error, Hashable, Sendable, CustomStringConvertible 
     /// The line `touchd check` prints: `PATH:LINE:COLUMN: error: KEY.PATH: MESSAGE` when the
     /// position is known (without `KEY.PATH: ` for a problem of the whole file, such as a syntax
     /// error), else `PATH: error: KEY.PATH: MESSAGE`; `warning` instead of `error` for a warning.
-    func formatted(path: String) -> String {
+    ///
+    /// `severity: false` leaves the severity out (`PATH:LINE:COLUMN: KEY.PATH: MESSAGE`), for a log line: the log
+    /// handler says the level already (`warning: `, or the journal's priority), and once is enough.
+    func formatted(path: String, severity showsSeverity: Bool = true) -> String {
+        let label = showsSeverity ? "\(severity.rawValue): " : ""
         if let line {
             let keyPart = keyPath.map { "\($0): " } ?? ""
-            return "\(path):\(line):\(column ?? 1): \(severity.rawValue): \(keyPart)\(message)"
+            return "\(path):\(line):\(column ?? 1): \(label)\(keyPart)\(message)"
         }
         if let keyPath {
-            return "\(path): \(severity.rawValue): \(keyPath): \(message)"
+            return "\(path): \(label)\(keyPath): \(message)"
         }
-        return "\(path): \(severity.rawValue): \(message)"
+        return "\(path): \(label)\(message)"
     }
 
     var description: String { formatted(path: "<config>") }
@@ -58,12 +62,21 @@ struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     /// One line per warning.
     var warningLines: [String] { warnings.map { $0.formatted(path: path) } }
 
-    /// What `touchd check` prints and `touchd run` logs: the first ``reportedLimit`` problem lines, then how many
-    /// more there are.
-    var reportedLines: [String] {
-        var result = problems.prefix(Self.reportedLimit).map { $0.formatted(path: path) }
+    /// One line per warning without the word `warning`, for the log (which says the level itself).
+    var loggedWarningLines: [String] { warnings.map { $0.formatted(path: path, severity: false) } }
+
+    /// What `touchd check` prints and `touchd ctl reload` shows: the first ``reportedLimit`` problem lines, then how
+    /// many more there are.
+    var reportedLines: [String] { reportedLines(severity: true) }
+
+    /// ``reportedLines`` without the word `error`, for the log (which says the level itself).
+    var loggedLines: [String] { reportedLines(severity: false) }
+
+    private func reportedLines(severity: Bool) -> [String] {
+        var result = problems.prefix(Self.reportedLimit).map { $0.formatted(path: path, severity: severity) }
         if problems.count > Self.reportedLimit {
-            result.append("\(path): error: \(problems.count - Self.reportedLimit) more problems not shown")
+            let label = severity ? "error: " : ""
+            result.append("\(path): \(label)\(problems.count - Self.reportedLimit) more problems not shown")
         }
         return result
     }

@@ -20,6 +20,12 @@ enum ExecutableProgram {
         return standardDirectories.lazy.map { "\($0)/\(name)" }.first(where: isExecutable)
     }
 
+    /// Whether anything is at `path` (following links).
+    static func exists(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0
+    }
+
     /// A regular file with at least one execute bit (following links).
     static func isExecutableFile(_ path: String) -> Bool {
         var status = stat()

@@ -1,8 +1,8 @@
 import TouchModel
 
 /// What `touchd check` warns about in a layout that loads but cannot work as written: a group that no screen shows,
-/// a control that no touch can reach. Pure: the loader hands it the decoded values and turns the findings into
-/// positioned warnings.
+/// a control that no touch can reach, two controls that overlap in part. Pure: the loader hands it the decoded values
+/// and turns the findings into positioned warnings.
 enum LayoutChecks {
     /// One warning: the key path it belongs to and its text.
     struct Finding: Hashable, Sendable {
@@ -61,23 +61,7 @@ enum LayoutChecks {
         _ controls: [Control], groups: [Group], screens: [Screen], paths: [String: String],
         line: (String) -> Int?
     ) -> [Finding] {
-        let groupsByID = Dictionary(groups.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let allScreens = Set(screens.map(\.id))
-        /// The screens where a control is active (every screen when none lists it), and the clips around it.
-        func context(_ control: Control) -> (screens: Set<String>, clips: [Shape]) {
-            var onScreens: Set<String> = []
-            var clips: [Shape] = []
-            var next = control.parent
-            var steps = 0
-            while let id = next, let group = groupsByID[id], steps <= groups.count {
-                for screen in screens where screen.groups.contains(id) { onScreens.insert(screen.id) }
-                if let shape = group.shape { clips.append(shape) }
-                next = group.parent
-                steps += 1
-            }
-            return (onScreens.isEmpty ? allScreens : onScreens, clips)
-        }
-        let contexts = controls.map(context)
+        let contexts = contexts(of: controls, groups: groups, screens: screens)
         let boxes = controls.map(\.shape.boundingBox)
         let grid = CoverGrid(boxes)
         var budget = pairBudget
@@ -115,6 +99,91 @@ enum LayoutChecks {
                         + "\(why)), which is enabled: no touch can reach '\(control.id)'"))
         }
         return findings
+    }
+
+    /// The screens where each control is active (every screen when none lists it), and the clips around it.
+    private static func contexts(
+        of controls: [Control], groups: [Group], screens: [Screen]
+    ) -> [(screens: Set<String>, clips: [Shape])] {
+        let groupsByID = Dictionary(groups.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let allScreens = Set(screens.map(\.id))
+        return controls.map { control in
+            var onScreens: Set<String> = []
+            var clips: [Shape] = []
+            var next = control.parent
+            var steps = 0
+            while let id = next, let group = groupsByID[id], steps <= groups.count {
+                for screen in screens where screen.groups.contains(id) { onScreens.insert(screen.id) }
+                if let shape = group.shape { clips.append(shape) }
+                next = group.parent
+                steps += 1
+            }
+            return (onScreens.isEmpty ? allScreens : onScreens, clips)
+        }
+    }
+
+    /// The pairs of controls whose shapes overlap in part (neither holds the other) on a screen where both are live:
+    /// a touch there goes to the one above (a higher `z`, or a later declaration at equal `z`), which the layout
+    /// rarely means. The warning goes on the one below and names the one that wins. Only overlaps that are certain
+    /// are reported: rectangles and circles (a polygon's are not told), no group clip cutting into either control.
+    /// A control wholly under another is ``hiddenControls(_:groups:screens:paths:line:)``'s, and one wholly on top of
+    /// another (a small button on a panel) is deliberate: neither is reported here.
+    static func overlappingControls(
+        _ controls: [Control], groups: [Group], screens: [Screen], paths: [String: String],
+        line: (String) -> Int?
+    ) -> [Finding] {
+        let contexts = contexts(of: controls, groups: groups, screens: screens)
+        let boxes = controls.map(\.shape.boundingBox)
+        // A sweep along x: only controls whose boxes meet in x are compared.
+        let order = controls.indices.sorted { (boxes[$0].minX, $0) < (boxes[$1].minX, $1) }
+        var budget = pairBudget
+        var findings: [Finding] = []
+        for (position, first) in order.enumerated() {
+            for second in order[(position + 1)...] {
+                guard boxes[second].minX < boxes[first].maxX else { break }
+                guard budget > 0 else { return findings }
+                budget -= 1
+                let (a, b) = (controls[first], controls[second])
+                guard overlaps(a.shape, b.shape), !covers(a.shape, b.shape), !covers(b.shape, a.shape),
+                    screens.isEmpty || !contexts[first].screens.isDisjoint(with: contexts[second].screens),
+                    contexts[first].clips.allSatisfy({ covers($0, a.shape) }),
+                    contexts[second].clips.allSatisfy({ covers($0, b.shape) })
+                else { continue }
+                let (below, above) =
+                    a.z > b.z || (a.z == b.z && first > second) ? (second, first) : (first, second)
+                let (lower, upper) = (controls[below], controls[above])
+                guard let path = paths[lower.id], let upperPath = paths[upper.id] else { continue }
+                let place = line(upperPath).map { "line \($0), " } ?? ""
+                let why = upper.z > lower.z ? "z \(upper.z) above \(lower.z)" : "same z, declared later"
+                let when = upper.isEnabled ? "" : " while it is enabled"
+                findings.append(
+                    Finding(
+                        keyPath: path,
+                        message:
+                            "control '\(lower.id)' overlaps control '\(upper.id)' (\(place)\(upperPath)) in part: "
+                            + "where they overlap, touches go to '\(upper.id)'\(when) (\(why)); move one, or set z "
+                            + "to choose"))
+            }
+        }
+        return findings
+    }
+
+    /// Whether the shapes share points inside both (an area, not an edge), when that can be told for certain; false
+    /// when it cannot (a polygon).
+    static func overlaps(_ first: Shape, _ second: Shape) -> Bool {
+        switch (first, second) {
+        case (.rect(let a), .rect(let b)):
+            return a.minX < b.maxX && b.minX < a.maxX && a.minY < b.maxY && b.minY < a.maxY
+        case (.rect(let rect), .circle(let circle)), (.circle(let circle), .rect(let rect)):
+            let nearest = Point(
+                x: Swift.min(Swift.max(circle.center.x, rect.minX), rect.maxX),
+                y: Swift.min(Swift.max(circle.center.y, rect.minY), rect.maxY))
+            return nearest.distance(to: circle.center) < circle.radius
+        case (.circle(let a), .circle(let b)):
+            return a.center.distance(to: b.center) < a.radius + b.radius
+        case (.polygon, _), (_, .polygon):
+            return false
+        }
     }
 
     /// At most this many pairs of controls are compared in depth, so that a file of 10,000 controls stacked on one

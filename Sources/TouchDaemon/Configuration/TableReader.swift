@@ -227,8 +227,7 @@ final class TableReader {
     /// Reports every key of the table that was never read.
     func finish() {
         for key in table.keys.sorted() where !known.contains(key) {
-            let suggestion = closest(to: key, in: known).map { " (did you mean '\($0)'?)" } ?? ""
-            report(key, "unknown key '\(key)'\(suggestion)")
+            report(key, "unknown key '\(key)'\(didYouMean(key, in: known))")
         }
     }
 
@@ -254,22 +253,46 @@ final class TableReader {
 
 /// The candidate closest to `word` by edit distance, when it is close enough to be a likely typo.
 func closest(to word: String, in candidates: some Sequence<String>) -> String? {
-    var best: (name: String, distance: Int)?
-    for candidate in candidates {
-        let distance = editDistance(word, candidate)
-        if distance <= Swift.max(1, Swift.min(word.count, candidate.count) / 3), distance < (best?.distance ?? .max) {
-            best = (candidate, distance)
-        }
-    }
-    return best?.name
+    suggestions(for: word, in: candidates).first
 }
 
-/// Levenshtein distance.
+/// The candidates close enough to `word` to be what was meant, closest first (ties in the candidates' order): those
+/// within an edit distance of a third of the shorter word (at least 1), else the only one that `word` (three
+/// characters or more besides leading dashes) begins, as `--prom` for `--prometheus`. The one did-you-mean of touchd: configuration keys
+/// and names, script verbs, `touchd` verbs and options.
+func suggestions(for word: String, in candidates: some Sequence<String>) -> [String] {
+    var close: [(name: String, distance: Int)] = []
+    var prefixed: [String] = []
+    for candidate in candidates where candidate != word {
+        let distance = editDistance(word, candidate)
+        if distance <= Swift.max(1, Swift.min(word.count, candidate.count) / 3) {
+            close.append((candidate, distance))
+        } else if word.drop(while: { $0 == "-" }).count >= 3, candidate.hasPrefix(word) {
+            prefixed.append(candidate)
+        }
+    }
+    if !close.isEmpty {
+        // A stable sort: equally close candidates keep their order.
+        return close.enumerated().sorted { ($0.element.distance, $0.offset) < ($1.element.distance, $1.offset) }
+            .map(\.element.name)
+    }
+    return prefixed.count == 1 ? prefixed : []
+}
+
+/// ` (did you mean 'stats' or 'state'?)` for the first `limit` of ``suggestions(for:in:)``; empty when there is none.
+func didYouMean(_ word: String, in candidates: some Sequence<String>, limit: Int = 1) -> String {
+    let names = suggestions(for: word, in: candidates).prefix(limit).map { "'\($0)'" }
+    return names.isEmpty ? "" : " (did you mean \(names.joined(separator: " or "))?)"
+}
+
+/// Edit distance (optimal string alignment: Levenshtein with a swap of two neighbours as one edit, so that `mvoe` is
+/// one edit from `move`).
 func editDistance(_ a: String, _ b: String) -> Int {
     let a = Array(a)
     let b = Array(b)
     if a.isEmpty { return b.count }
     if b.isEmpty { return a.count }
+    var beforePrevious = [Int](repeating: 0, count: b.count + 1)
     var previous = Array(0...b.count)
     var current = [Int](repeating: 0, count: b.count + 1)
     for i in 1...a.count {
@@ -277,8 +300,11 @@ func editDistance(_ a: String, _ b: String) -> Int {
         for j in 1...b.count {
             current[j] = Swift.min(
                 previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                current[j] = Swift.min(current[j], beforePrevious[j - 2] + 1)
+            }
         }
-        swap(&previous, &current)
+        (beforePrevious, previous, current) = (previous, current, beforePrevious)
     }
     return previous[b.count]
 }

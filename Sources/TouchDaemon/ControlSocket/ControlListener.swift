@@ -221,13 +221,27 @@ enum ControlListener {
                 message: "\(directory) is owned by uid \(status.st_uid), neither touchd (\(geteuid())) nor root; "
                     + "refusing to use it")
         }
-        guard status.st_mode & 0o022 == 0 else {
-            return ControlListenerError(
-                message:
-                    "\(directory) is writable by group or others (mode \(String(status.st_mode & 0o7777, radix: 8)))"
-                    + "; refusing to use it")
+        if let shared = sharedDirectoryProblem(directory, mode: status.st_mode) {
+            return ControlListenerError(message: shared + "; refusing to use it")
         }
         return nil
+    }
+
+    /// `directory is writable by group or others (mode 1777)` when `mode` lets others than its owner write there:
+    /// another user could then put a socket of their own at the path. nil otherwise.
+    static func sharedDirectoryProblem(_ directory: String, mode: mode_t) -> String? {
+        guard mode & 0o022 != 0 else { return nil }
+        return "\(directory) is writable by group or others (mode \(String(mode & 0o7777, radix: 8)))"
+    }
+
+    /// What ``create(path:group:warn:)`` will refuse about the directory of `path` as it is now, for `touchd check`:
+    /// an existing directory that others can write to (as /tmp). nil when there is nothing to say (a directory that
+    /// does not exist yet is created 0750).
+    static func directoryProblem(ofSocket path: String) -> String? {
+        let directory = directoryName(path)
+        var status = stat()
+        guard lstat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return sharedDirectoryProblem(directory, mode: status.st_mode)
     }
 
     /// Removes a socket file nobody listens on (left over from a crash); refuses a live socket or any other file.

@@ -189,8 +189,7 @@ extension Engine {
     static func unknown(_ kind: String, _ name: String, among candidates: [String]) -> String {
         let length = name.count
         let affordable = length <= 64 && candidates.count * max(length, 1) * 64 <= 2_000_000
-        let suggestion = affordable ? closest(to: name, in: candidates) : nil
-        return "no \(kind) called '\(name)'" + (suggestion.map { " (did you mean '\($0)'?)" } ?? "")
+        return "no \(kind) called '\(name)'" + (affordable ? didYouMean(name, in: candidates) : "")
     }
 
     /// A client's list as a log line shows it: the first few names and how many more, since a request of 64 KiB can

@@ -53,10 +53,12 @@ extension Configuration.TargetDefinition.Kind {
     }
 }
 
-/// A reload's reading of the file: a configuration to take, or the problem lines that refuse it.
+/// A reload's reading of the file: a configuration to take, or the problem lines that refuse it (as `touchd check`
+/// prints them, for control clients) and the same lines for the log, without the `error: ` the log's level already
+/// says (nil: the same lines).
 enum LoadOutcome: Sendable {
     case loaded(Configuration)
-    case refused([String])
+    case refused([String], logged: [String]? = nil)
 }
 
 /// The daemon's logic with no I/O: one value that takes what happens (decoded input events, deadlines reached, a
@@ -345,8 +347,8 @@ struct Engine {
         var newScene: Scene
         var carriedNotes: [Effect] = []
         switch loaded {
-        case .refused(let lines):
-            return reloadFailed(lines, requesters: requesters)
+        case .refused(let lines, let logged):
+            return reloadFailed(lines, logged: logged ?? lines, requesters: requesters)
         case .loaded(let candidate):
             do {
                 // The carried state changes only enabled, selected and values clamped into range, so the scene
@@ -356,7 +358,9 @@ struct Engine {
                 configuration = carried.configuration
                 carriedNotes = carried.notes
             } catch {
-                return reloadFailed(error.problems.map { "\(path): error: \($0)" }, requesters: requesters)
+                return reloadFailed(
+                    error.problems.map { "\(path): error: \($0)" }, logged: error.problems.map { "\(path): \($0)" },
+                    requesters: requesters)
             }
             carriedNotes += carryScreen(into: &newScene)
         }
@@ -415,9 +419,11 @@ struct Engine {
         return effects
     }
 
-    private mutating func reloadFailed(_ lines: [String], requesters: [ControlRequester]) -> [Effect] {
+    private mutating func reloadFailed(
+        _ lines: [String], logged: [String], requesters: [ControlRequester]
+    ) -> [Effect] {
         statistics.reloadFailures &+= 1
-        var effects: [Effect] = lines.map { .log(.error, $0, [:]) }
+        var effects: [Effect] = logged.map { .log(.error, $0, [:]) }
         effects.append(
             .log(
                 .error, "reload failed; the previous configuration stays in use",

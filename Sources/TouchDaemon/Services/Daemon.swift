@@ -431,17 +431,21 @@ final class Daemon {
         let loaded: LoadOutcome
         switch ConfigurationFile.load(path: configurationPath, strictPermissions: strictPermissions) {
         case .failure(let error):
-            for line in error.warningLines { logger.warning("\(line)") }
-            loaded = .refused(error.reportedLines)
+            for line in error.loggedWarningLines { logger.warning("\(line)") }
+            loaded = .refused(error.reportedLines, logged: error.loggedLines)
         case .success(let configuration):
             // Every load, not only the first: a reload may add a command whose program is missing (C13), and the
             // file's mode may have changed since the start (C5).
-            for warning in configuration.warnings { logger.warning("\(warning.formatted(path: configurationPath))") }
+            for warning in configuration.warnings {
+                logger.warning("\(warning.formatted(path: configurationPath, severity: false))")
+            }
             if configuration.filter.enabled, !engine.configuration.filter.enabled,
                 let problem = LibinputContext.uinputProblem()
             {
                 // A reload that turns filter mode on is refused like a broken file: the old configuration stays.
-                loaded = .refused(["\(configurationPath): error: [filter] enabled: \(problem)"])
+                loaded = .refused(
+                    ["\(configurationPath): error: [filter] enabled: \(problem)"],
+                    logged: ["\(configurationPath): [filter] enabled: \(problem)"])
             } else {
                 loaded = .loaded(configuration)
             }

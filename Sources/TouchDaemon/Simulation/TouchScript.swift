@@ -237,7 +237,11 @@ enum TouchScript {
         case "move": phase = .moved
         case "up": phase = .ended
         case "cancel": phase = .cancelled
-        default: return fail(1, "'\(quoted(fields[1]))' is not one of down, move, up, cancel, screen", time: time)
+        default:
+            let verbs = ["down", "move", "up", "cancel", "screen"]
+            let hint = fields[1].count <= 64 ? didYouMean(String(fields[1]), in: verbs) : ""
+            return fail(
+                1, "'\(quoted(fields[1]))' is not one of \(verbs.joined(separator: ", "))\(hint)", time: time)
         }
         guard let contact = Int(fields[2]), (0...maximumContact).contains(contact) else {
             return fail(2, "'\(quoted(fields[2]))' is not a contact number (0…\(maximumContact))", time: time)
