@@ -24,6 +24,8 @@ enum UnitCheck: String, CaseIterable {
     case reloadRescansDevice = "reload-rescans-device"
     case commandCannotCreateInputDevice = "command-cannot-create-input-device"
     case filterNeedsRestart = "filter-mode-needs-restart-when-off-at-start"
+    case squattedLockIgnored = "squatted-lock-name-does-not-stop-the-service"
+    case clickSoundPlays = "click-sound-plays-with-audio-drop-in"
     case startupSweep = "startup-sweep-under-unit"
     case cleanStop = "clean-stop"
 }
@@ -57,6 +59,10 @@ enum UnitPaths {
     /// as a device whose permissions are not applied yet (fault-cases.md D2).
     static let lockedRule = "/run/udev/rules.d/99-touchd-e2e-locked.rules"
     static let lockedName = "touchd-e2e locked screen"
+
+    /// Where the package installs the example configuration's click, and the audio drop-in as the check installs it.
+    static let clickSound = "/usr/share/sounds/touchd/click.wav"
+    static let audioDropIn = "/run/systemd/system/touchd.service.d/50-audio.conf"
 
     /// The file the exec target writes for `action`.
     static func execRecord(_ action: String) -> String { "\(state)/exec-\(action)" }
@@ -103,6 +109,11 @@ enum UnitConfig {
             exec = ["/usr/bin/python3", "-c", "\(uinputProbe)"]
             responds_to = ["u"]
 
+            [targets.click]
+            exec = ["/usr/bin/aplay", "-q", "\(UnitPaths.clickSound)"]
+            responds_to = ["click"]
+            timeout_ms = 2000
+
             [targets.setuid]
             exec = [\(([setuidProgram] + setuidArguments).map { "\"\($0)\"" }.joined(separator: ", "))]
             responds_to = ["p"]
@@ -127,6 +138,12 @@ enum UnitConfig {
             kind = "button"
             frame = { x = 600, y = 600, width = 200, height = 200 }
             actions = [{ events = ["touchUpInside"], target = "uinput", action = "u" }]
+
+            [[control]]
+            id = "k"
+            kind = "button"
+            frame = { x = 350, y = 350, width = 200, height = 200 }
+            actions = [{ events = ["touchDown"], target = "click", action = "click" }]
 
             [[control]]
             id = "p"

@@ -47,6 +47,8 @@ final class SystemdUnitRun {
             try watchdog()
             try setuidCommand()
             try unreadableDevice()
+            try squattedLockIgnored()
+            try clickSoundUnderUnit()
             try startupSweep()
             try stop()
         } catch {
