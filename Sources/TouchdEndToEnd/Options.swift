@@ -90,7 +90,8 @@ struct Options: Equatable {
                          and 1200 ms after `touchd run`, in several rounds, the panel is created, two taps are made
                          once touchd reports it, and both must reach the socket target
           --sweep-rounds N
-                         with --startup-sweep: rounds per delay (default 3, 1…50)
+                         with --startup-sweep: rounds per delay (default 3, 1…50); --startup-sweep --filter runs
+                         touchd in filter mode
           --rounds N     with --compare-libinput: rounds per reader (default 4, 1…100); --taps is then the taps per
                          round (default 20 there), each a touch-down and a lift
           --max-ratio R  with --compare-libinput: fail when touchd's median is more than R times libinput's
@@ -196,7 +197,7 @@ struct Options: Equatable {
         }
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
-            options.filter, options.cage, options.compareLibinput, options.startupSweep,
+            options.filter && !options.startupSweep, options.cage, options.compareLibinput, options.startupSweep,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
                 "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput and "

@@ -3,7 +3,8 @@ import Glibc
 /// A touchscreen that appears while touchd starts (`--startup-sweep`): at a kiosk's boot, systemd starts touchd while
 /// udev is still making the panel's event node. For each delay, in several rounds, the driver starts `touchd run`,
 /// creates the panel that many milliseconds later, waits for touchd to report it, taps button `a` twice and stops
-/// touchd: every tap of every round must reach the socket target, and touchd's closing line must count every frame.
+/// touchd: every tap of every round must reach the socket target. With `--filter`, touchd runs in filter mode, so the
+/// panel's grab and its twin are made during the start too.
 final class StartupSweep {
     static let defaultDelays: [Microseconds] = [0, 50, 100, 200, 300, 500, 800, 1200].map { $0 * 1000 }
 
@@ -39,7 +40,8 @@ final class StartupSweep {
             scratch.remove()
         }
         do {
-            try writeFile(configPath, TestConfig.valid(socket: target.path, actionForA: "a"))
+            let filter = options.filter ? "\n[filter]\nenabled = true\n" : ""
+            try writeFile(configPath, TestConfig.valid(socket: target.path, actionForA: "a") + filter)
         } catch {
             Console.line("touchd-e2e: cannot write the configuration: \(error)")
             return 1
