@@ -97,7 +97,7 @@ final class StartupSweep {
         let created = monotonicNow()
         let expected = "1 touchscreen: \(name)"
         let reported = waitNotify(from: notifyCursor, until: created + Limits.readiness) {
-            $0.value("STATUS") == expected
+            $0.value("STATUS")?.hasPrefix(expected) == true
         }
         guard reported != nil else {
             return "touchd never reported STATUS=\(expected) within \(seconds(Limits.readiness)) "
