@@ -89,7 +89,8 @@ extension Configuration {
         if idle.isEnabled {
             lines.append(
                 "idle after \(count(Int(idle.timeout / 1_000_000), "second")) without a touch"
-                    + (idle.screen.map { ": screen \($0)" } ?? "") + ", \(count(idle.actions.count, "idle action"))")
+                    + (idle.screen.map { ": screen \($0)" } ?? "") + ", \(count(idle.actions.count, "idle action")), "
+                    + "the wake touch reaches \(idle.wakeTouchReachesControls ? "the controls" : "nobody")")
         }
         if filter.enabled {
             // What the application beneath touchd will and will not see (docs/kiosk.md).

@@ -953,6 +953,7 @@ private struct Decoder {
             // In range, so the product stays far below UInt64.max.
             idle.timeout = UInt64(seconds) * 1_000_000
         }
+        if let reaches = table.bool("wake_touch_reaches_controls") { idle.wakeTouchReachesControls = reaches }
         if let screen = table.string("screen") {
             if screens.contains(screen) {
                 idle.screen = screen
