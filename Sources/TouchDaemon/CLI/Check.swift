@@ -76,7 +76,8 @@ extension Configuration {
             controls.reduce(0) { $0 + $1.actions.entries.count } + gestures.reduce(0) { $0 + $1.actions.count }
         let sockets = targets.filter { if case .socket = $0.kind { true } else { false } }.count
         var lines = [
-            "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation.rawValue)°, seat \(seat)",
+            "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation.rawValue)°, seat \(seat)"
+                + (ignoreVirtual ? ", virtual input devices ignored" : ""),
             [
                 count(screens.count, "screen"), count(groups.count, "group"),
                 count(controls.count, "control") + (kindList.isEmpty ? "" : " (\(kindList.joined(separator: ", ")))"),

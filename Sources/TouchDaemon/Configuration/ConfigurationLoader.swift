@@ -86,7 +86,7 @@ private struct Decoder {
 
     mutating func decode() -> Configuration? {
         let output = decodeOutput()
-        let seat = decodeInput()
+        let (seat, ignoreVirtual) = decodeInput()
         let bounds = output?.bounds ?? Rect(x: 0, y: 0, width: 1920, height: 1080)
         let devices = root.tables("device", limit: Limits.devices).map { decodeDevice($0, bounds: bounds) }
         let tracking = decodeTracking()
@@ -233,7 +233,8 @@ private struct Decoder {
 
         guard let output, let tracking else { return nil }
         return Configuration(
-            output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
+            output: output, seat: seat, ignoreVirtual: ignoreVirtual, devices: devices.compactMap { $0 },
+            tracking: tracking, control: control,
             filter: filter, idle: idle, targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
             groups: groups, controls: controls, gestures: gestures, privateControls: privateControls,
@@ -291,16 +292,18 @@ private struct Decoder {
         return numbers
     }
 
-    private func decodeInput() -> String {
-        guard let table = root.table("input") else { return "seat0" }
+    /// `[input]`: the seat, and whether virtual input devices are left alone.
+    private func decodeInput() -> (seat: String, ignoreVirtual: Bool) {
+        guard let table = root.table("input") else { return ("seat0", false) }
         defer { table.finish() }
-        guard let seat = table.string("seat") else { return "seat0" }
+        let ignoreVirtual = table.bool("ignore_virtual") ?? false
+        guard let seat = table.string("seat") else { return ("seat0", ignoreVirtual) }
         if seat.isEmpty || seat.count > Limits.idLength
             || !seat.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
         {
             table.report("seat", "'\(seat)' is not a seat name (like seat0)")
         }
-        return seat
+        return (seat, ignoreVirtual)
     }
 
     private func decodeControlSocket() -> Configuration.ControlSocket {

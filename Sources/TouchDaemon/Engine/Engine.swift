@@ -144,7 +144,9 @@ struct Engine {
     ) {
         self.configuration = configuration
         self.scene = scene
-        self.router = TouchRouter(output: configuration.output, allowList: configuration.devices)
+        self.router = TouchRouter(
+            output: configuration.output, allowList: configuration.devices,
+            ignoresVirtual: configuration.ignoreVirtual)
         self.logsDebug = logsDebug
         self.observesOutput = observesOutput
         self.controlProblem = controlProblem
@@ -375,7 +377,9 @@ struct Engine {
         // Subscribers are weak targets of the old scene: they follow the new one.
         subscriptions.reinstall(in: &scene, configuration: configuration)
         statistics.reloads &+= 1
-        let notes = router.reconfigure(output: configuration.output, allowList: configuration.devices)
+        let notes = router.reconfigure(
+            output: configuration.output, allowList: configuration.devices,
+            ignoresVirtual: configuration.ignoreVirtual)
         // Commands that are running go on running (fault-cases.md C18); only what comes next uses the new targets.
         effects.append(.configureExecutors(configuration))
         for note in notes {
@@ -629,6 +633,8 @@ struct Engine {
             metadata["device.size_mm"] = "\(Int(exactly: width.rounded()) ?? 0)x\(Int(exactly: height.rounded()) ?? 0)"
         }
         if let node = device.devnode { metadata["device.node"] = "\(node)" }
+        // A uinput device under a panel's name and ids is a clone of it (docs/security.md): say what it is.
+        if device.isVirtual { metadata["device.virtual"] = "true" }
         if device.touchCount > 0 { metadata["device.contacts"] = "\(device.touchCount)" }
         return metadata
     }
