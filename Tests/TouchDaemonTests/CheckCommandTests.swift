@@ -92,7 +92,7 @@ struct CheckCommandTests {
                   output 1920×1080, rotation 0°, seat seat0
                   2 screens, 3 groups, 6 controls (4 buttons, 1 toggle, 1 slider), 1 gesture
                   3 targets (2 socket, 1 exec), 10 actions
-                  idle after 120 seconds without a touch: screen attract, 2 idle actions
+                  idle after 120 seconds without a touch: screen attract, 2 idle actions, the wake touch reaches nobody
 
                 """)
     }

@@ -138,8 +138,11 @@ struct RunCommandTests {
             atPath: "/proc/\(daemon.process.processIdentifier)/task")
         #expect(!tasks.isEmpty)
         for task in tasks {
-            let status = try String(
-                contentsOfFile: "/proc/\(daemon.process.processIdentifier)/task/\(task)/status", encoding: .utf8)
+            // A short-lived thread (the start's scheduling probe) may have ended since the listing.
+            guard
+                let status = try? String(
+                    contentsOfFile: "/proc/\(daemon.process.processIdentifier)/task/\(task)/status", encoding: .utf8)
+            else { continue }
             let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") })
             let mask = try #require(
                 UInt64(line.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16))

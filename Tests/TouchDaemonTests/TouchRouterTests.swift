@@ -344,6 +344,64 @@ struct TouchRouterTests {
         #expect(router.activeContacts.isEmpty)
     }
 
+    /// A uinput clone of the panel (issue 44, item 8): its name and ids are the panel's, only its sysfs path and its
+    /// `by-path` link (none: it is on no port) tell it apart.
+    static let virtualReason = "a virtual input device, not a panel on a port ([input] ignore_virtual)"
+
+    static func clone(_ id: Int) -> DeviceInfo {
+        var device = Self.device(id)
+        device.isVirtual = DeviceInfo.isVirtual(syspath: "/sys/devices/virtual/input/input\(id)/event\(id)")
+        return device
+    }
+
+    @Test(
+        "syspaths: under /sys/devices/virtual/ is virtual, a physical port is not",
+        arguments: [
+            ("/sys/devices/virtual/input/input42/event7", true),
+            ("/sys/devices/virtual/misc/uinput", true),
+            ("/sys/devices/pci0000:00/0000:00:14.0/usb1/1-1/1-1:1.0/0003:222A:0001.0001/input/input9/event5", false),
+            ("/sys/devices/platform/soc/fe205000.i2c/i2c-1/1-0038/input/input3/event3", false),
+            ("/sys/devices/virtualx/input/input1/event1", false),
+        ])
+    func virtualSyspaths(_ syspath: String, _ isVirtual: Bool) {
+        #expect(DeviceInfo.isVirtual(syspath: syspath) == isVirtual)
+    }
+
+    @Test("[input] ignore_virtual: a virtual touchscreen is never used, even when an entry matches its name and ids")
+    func ignoreVirtual() {
+        let match = Configuration.DeviceMatch(name: "ILITEK*", vendor: 0x222a, product: 0x0001)
+        var router = TouchRouter(output: Self.output, allowList: [match], ignoresVirtual: true)
+        #expect(router.handle(.deviceAdded(Self.device(1)), now: 0) == [.accepted(Self.device(1))])
+        #expect(
+            router.handle(.deviceAdded(Self.clone(2)), now: 0) == [.ignored(Self.clone(2), reason: Self.virtualReason)])
+        #expect(router.touchscreens == [Self.device(1)])
+        // Its touches go nowhere.
+        _ = router.handle(Self.touch(.down, device: 2, slot: 0, x: 0.5, y: 0.5), now: 0)
+        #expect(router.handle(Self.touch(.frame, device: 2, slot: -1), now: 0).isEmpty)
+
+        // Off (the default, which the VM tests' uinput panels need): used like any touchscreen.
+        var permissive = TouchRouter(output: Self.output, allowList: [match])
+        #expect(permissive.handle(.deviceAdded(Self.clone(2)), now: 0) == [.accepted(Self.clone(2))])
+
+        // A reload that turns it on lets the clone go.
+        let notes = permissive.reconfigure(output: Self.output, allowList: [match], ignoresVirtual: true)
+        #expect(notes == [.ignored(Self.clone(2), reason: Self.virtualReason)])
+        #expect(permissive.touchscreens.isEmpty)
+    }
+
+    @Test("ignore_virtual is read from [input], defaults to false, and reaches the engine's router")
+    func ignoreVirtualKey() throws {
+        let text = EngineTests.configuration()
+        #expect(try EngineTests.load(text).ignoreVirtual == false)
+        let on = text.replacingOccurrences(of: "[tracking]", with: "[input]\nignore_virtual = true\n\n[tracking]")
+        #expect(try EngineTests.load(on).ignoreVirtual == true)
+        var driver = try EngineTests.Driver(on)
+        _ = driver.engine.handle([.deviceAdded(Self.clone(2))], now: driver.now)
+        #expect(driver.engine.router.touchscreens.isEmpty)
+        _ = driver.engine.handle([.deviceAdded(Self.device(1))], now: driver.now)
+        #expect(driver.engine.router.touchscreens.map(\.id) == [1])
+    }
+
     @Test func reloadReportsDevicesWhoseUseChanged() {
         var router = TouchRouter(output: Self.output, allowList: [])
         _ = router.handle(.deviceAdded(Self.device(1)), now: 0)

@@ -76,7 +76,8 @@ extension Configuration {
             controls.reduce(0) { $0 + $1.actions.entries.count } + gestures.reduce(0) { $0 + $1.actions.count }
         let sockets = targets.filter { if case .socket = $0.kind { true } else { false } }.count
         var lines = [
-            "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation.rawValue)°, seat \(seat)",
+            "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation.rawValue)°, seat \(seat)"
+                + (ignoreVirtual ? ", virtual input devices ignored" : ""),
             [
                 count(screens.count, "screen"), count(groups.count, "group"),
                 count(controls.count, "control") + (kindList.isEmpty ? "" : " (\(kindList.joined(separator: ", ")))"),
@@ -89,7 +90,8 @@ extension Configuration {
         if idle.isEnabled {
             lines.append(
                 "idle after \(count(Int(idle.timeout / 1_000_000), "second")) without a touch"
-                    + (idle.screen.map { ": screen \($0)" } ?? "") + ", \(count(idle.actions.count, "idle action"))")
+                    + (idle.screen.map { ": screen \($0)" } ?? "") + ", \(count(idle.actions.count, "idle action")), "
+                    + "the wake touch reaches \(idle.wakeTouchReachesControls ? "the controls" : "nobody")")
         }
         if filter.enabled {
             // What the application beneath touchd will and will not see (docs/kiosk.md).

@@ -12,8 +12,8 @@ struct Simulate: ParsableCommand {
             pixels, or TIME_MS screen ID to switch the active screen) or a YAML file written by `libinput record`, \
             whose device axes are mapped onto the configured output; `-` reads standard input. A script's problems \
             are all printed at once as INPUT:LINE:COLUMN: error: MESSAGE (exit 65), and a touch outside the output \
-            as a warning. Prints one JSON object per line: control events, resolved actions, screen switches and \
-            diagnostics, in the order they happen. Nothing is executed unless --execute is given: then each action also goes to its \
+            as a warning. Prints one JSON object per line: control events, resolved actions, screen switches, the \
+            touches that wake an idle kiosk (which reach nobody) and diagnostics, in the order they happen. Nothing is executed unless --execute is given: then each action also goes to its \
             target as under `touchd run` (socket messages sent, commands run), with the input's timing kept (a \
             script of 10 s takes 10 s).
             """
@@ -50,6 +50,8 @@ struct Simulate: ParsableCommand {
                         for line in Simulation.render(output, at: time, configuration: configuration) { print(line) }
                     case .idle(let transition):
                         for line in Simulation.render(transition) { print(line) }
+                    case .wakeTouch(let touch):
+                        print(Simulation.render(touch))
                     case .log(_, let message, let metadata):
                         note(message, metadata)
                     case .deliver, .control, .notify, .configureExecutors, .filterDevices, .forward,
@@ -118,6 +120,10 @@ struct Simulate: ParsableCommand {
                 case .idle(let transition):
                     wait(until: transition.time)
                     for line in Simulation.render(transition) { print(line) }
+                    fflush(nil)
+                case .wakeTouch(let touch):
+                    wait(until: touch.time)
+                    print(Simulation.render(touch))
                     fflush(nil)
                 case .deliver(let delivery, let executor, _): deliveries.append((delivery, executor))
                 case .log(_, let message, let metadata): note(message, metadata)

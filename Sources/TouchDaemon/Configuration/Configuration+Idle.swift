@@ -22,6 +22,10 @@ extension Configuration {
         /// The screen switched to at idle.
         var screen: String?
         var actions: [Action] = []
+        /// `wake_touch_reaches_controls`: whether the touch that wakes an idle kiosk also reaches touchd's controls and
+        /// gestures (and, in filter mode, the application unless `[filter] swallow_after_idle_s` swallows it). Off by
+        /// default: the wake touch belongs to nobody (Engine+Idle.swift).
+        var wakeTouchReachesControls = false
 
         var isEnabled: Bool { timeout > 0 }
     }

@@ -170,6 +170,9 @@ struct Configuration: Sendable {
 
     var output: Output
     var seat: String
+    /// `[input] ignore_virtual`: leave alone every virtual input device (``DeviceInfo/isVirtual``), whatever the
+    /// `[[device]]` entries say, so a uinput clone of the panel is never used (issue 44, item 8).
+    var ignoreVirtual = false
     var devices: [DeviceMatch]
     var tracking: Tracking
     var control = ControlSocket()

@@ -89,7 +89,7 @@ private struct Decoder {
     mutating func decode() -> Configuration? {
         let output = decodeOutput()
         rotation = output?.rotation ?? .normal
-        let seat = decodeInput()
+        let (seat, ignoreVirtual) = decodeInput()
         let bounds = output?.bounds ?? Rect(x: 0, y: 0, width: 1920, height: 1080)
         let devices = root.tables("device", limit: Limits.devices).map { decodeDevice($0, bounds: bounds) }
         let tracking = decodeTracking()
@@ -237,7 +237,8 @@ private struct Decoder {
 
         guard let output, let tracking else { return nil }
         return Configuration(
-            output: output, seat: seat, devices: devices.compactMap { $0 }, tracking: tracking, control: control,
+            output: output, seat: seat, ignoreVirtual: ignoreVirtual, devices: devices.compactMap { $0 },
+            tracking: tracking, control: control,
             filter: filter, idle: idle, targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
             groups: groups, controls: controls, gestures: gestures, privateControls: privateControls,
@@ -296,16 +297,18 @@ private struct Decoder {
         return numbers
     }
 
-    private func decodeInput() -> String {
-        guard let table = root.table("input") else { return "seat0" }
+    /// `[input]`: the seat, and whether virtual input devices are left alone.
+    private func decodeInput() -> (seat: String, ignoreVirtual: Bool) {
+        guard let table = root.table("input") else { return ("seat0", false) }
         defer { table.finish() }
-        guard let seat = table.string("seat") else { return "seat0" }
+        let ignoreVirtual = table.bool("ignore_virtual") ?? false
+        guard let seat = table.string("seat") else { return ("seat0", ignoreVirtual) }
         if seat.isEmpty || seat.count > Limits.idLength
             || !seat.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
         {
             table.report("seat", "'\(seat)' is not a seat name (like seat0)")
         }
-        return seat
+        return (seat, ignoreVirtual)
     }
 
     private func decodeControlSocket() -> Configuration.ControlSocket {
@@ -1033,6 +1036,7 @@ private struct Decoder {
             // In range, so the product stays far below UInt64.max.
             idle.timeout = UInt64(seconds) * 1_000_000
         }
+        if let reaches = table.bool("wake_touch_reaches_controls") { idle.wakeTouchReachesControls = reaches }
         if let screen = table.string("screen") {
             if screens.contains(screen) {
                 idle.screen = screen

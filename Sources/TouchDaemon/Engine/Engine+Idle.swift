@@ -10,11 +10,26 @@ import TouchModel
 ///   `timeout_s` after the last lift.
 /// - A touch-down stops the clock; after an `idle`, it is the `wake`, fired before the touch's own events.
 /// - `idle` fires once per idle period: the clock does not start again until a touch came and went.
+/// - The wake touch belongs to nobody (UIKit's rule for the touch that wakes the screen; issue 39): the touch-downs of
+///   the frame that wakes, and every touch-down that comes while one of them is still down, are kept from the scene
+///   (no control, gesture or, in filter mode, application sees them) until each has lifted or been cancelled, unless
+///   `[idle] wake_touch_reaches_controls`. The clock starts again when the last of them lifts.
 struct IdleClock: Sendable {
     /// When `idle` falls due; nil while a contact is down, after `idle` fired, or with idle off.
     var deadline: Instant?
     /// `idle` fired and no touch-down came since: the next touch-down is a `wake`.
     var isIdle = false
+    /// The contacts of the wake touch that are still down: the scene never sees them.
+    var wakeContacts: SmallSet<ContactID> = []
+}
+
+/// A touch-down kept from the scene because it woke an idle kiosk (or came while the touch that did was down), for an
+/// observer: `touchd simulate` prints it as a `wake_touch` line.
+struct WakeTouch: Hashable, Sendable {
+    var time: Instant
+    var contact: ContactID
+    /// Where it went down, in output pixels.
+    var location: Point?
 }
 
 /// An `[idle]` event as an observer sees it: `touchd simulate` prints each action as an action line.
@@ -43,7 +58,7 @@ extension Engine {
             idleClock = IdleClock()
             return
         }
-        guard !idleClock.isIdle, scene.contactCount == 0 else { return }
+        guard !idleClock.isIdle, scene.contactCount == 0, idleClock.wakeContacts.isEmpty else { return }
         idleClock.deadline = time.advanced(by: configuration.idle.timeout)
     }
 
@@ -54,19 +69,66 @@ extension Engine {
         armIdle(at: time)
     }
 
-    /// Before a frame goes to the scene: a touch-down stops the clock, and wakes an idle kiosk first.
-    mutating func idleBeforeFrame(_ frame: Frame, fromInput: Bool, now: UInt64, into effects: inout [Effect]) {
-        guard idleClock.deadline != nil || idleClock.isIdle else { return }
-        guard frame.samples.contains(where: { $0.phase == .began }) else { return }
-        idleClock.deadline = nil
-        guard idleClock.isIdle else { return }
-        idleClock.isIdle = false
-        fireIdle(.wake, at: frame.time, now: now, fromInput: fromInput, into: &effects)
+    /// Before a frame goes to the scene: a touch-down stops the clock, and wakes an idle kiosk first. The wake touch's
+    /// samples are taken out of `frame` (see ``IdleClock``); the frame may be left with none.
+    mutating func idleBeforeFrame(_ frame: inout Frame, fromInput: Bool, now: UInt64, into effects: inout [Effect]) {
+        guard idleClock.deadline != nil || idleClock.isIdle || !idleClock.wakeContacts.isEmpty else { return }
+        var starts = false
+        if frame.samples.contains(where: { $0.phase == .began }) {
+            idleClock.deadline = nil
+            if idleClock.isIdle {
+                idleClock.isIdle = false
+                starts = !configuration.idle.wakeTouchReachesControls
+                fireIdle(.wake, at: frame.time, now: now, fromInput: fromInput, withheld: starts, into: &effects)
+            }
+        }
+        guard starts || !idleClock.wakeContacts.isEmpty else { return }
+        withholdWakeTouch(from: &frame, starting: starts, into: &effects)
+    }
+
+    /// Takes the wake touch's samples out of `frame`: each touch-down while the wake lasts (from the frame that wakes,
+    /// `starting`, until its last contact lifts) joins it, and the wake's contacts' moves, lifts and cancels go. When
+    /// the last lifts, the application's idle time (`[filter] swallow_after_idle_s`) counts from that lift, as it would
+    /// had the scene seen the touch.
+    private mutating func withholdWakeTouch(from frame: inout Frame, starting: Bool, into effects: inout [Effect]) {
+        let time = frame.time
+        var joining = starting
+        var ended = false
+        frame.samples.removeAll { sample in
+            switch sample.phase {
+            case .began:
+                guard joining || !idleClock.wakeContacts.isEmpty else { return false }
+                idleClock.wakeContacts.insert(sample.contact)
+                if observesOutput {
+                    effects.append(
+                        .wakeTouch(WakeTouch(time: time, contact: sample.contact, location: sample.location)))
+                }
+                if logsDebug {
+                    effects.append(
+                        .log(
+                            .debug, "wake touch: neither the controls nor the application see it",
+                            ["contact": "\(sample.contact)"]))
+                }
+                return true
+            case .moved:
+                return idleClock.wakeContacts.contains(sample.contact)
+            case .ended, .cancelled:
+                guard idleClock.wakeContacts.remove(sample.contact) != nil else { return false }
+                if idleClock.wakeContacts.isEmpty {
+                    // A touch-down later in this frame is an ordinary one.
+                    joining = false
+                    ended = true
+                }
+                return true
+            }
+        }
+        if ended, idleClock.wakeContacts.isEmpty, scene.contactCount == 0 { scene.appIdleSince = time }
     }
 
     /// After a frame: with no contact down, `idle` falls due `timeout_s` from this lift (unless the clock runs).
     mutating func idleAfterFrame(at time: Instant) {
-        guard configuration.idle.isEnabled, idleClock.deadline == nil, !idleClock.isIdle, scene.contactCount == 0
+        guard configuration.idle.isEnabled, idleClock.deadline == nil, !idleClock.isIdle, scene.contactCount == 0,
+            idleClock.wakeContacts.isEmpty
         else { return }
         idleClock.deadline = time.advanced(by: configuration.idle.timeout)
     }
@@ -76,18 +138,24 @@ extension Engine {
         guard let due = idleClock.deadline, due <= time else { return }
         idleClock.deadline = nil
         idleClock.isIdle = true
-        fireIdle(.idle, at: time, now: now, fromInput: false, into: &effects)
+        fireIdle(.idle, at: time, now: now, fromInput: false, withheld: false, into: &effects)
     }
 
-    /// `idle`: the screen switch, then the actions. `wake`: the actions.
+    /// `idle`: the screen switch, then the actions. `wake`: the actions. `withheld`: the wake touch reaches nobody.
     private mutating func fireIdle(
-        _ event: Configuration.Idle.Event, at time: Instant, now: UInt64, fromInput: Bool, into effects: inout [Effect]
+        _ event: Configuration.Idle.Event, at time: Instant, now: UInt64, fromInput: Bool, withheld: Bool,
+        into effects: inout [Effect]
     ) {
         let idle = configuration.idle
-        effects.append(
-            .log(
-                .info, event == .idle ? "idle: nobody touched the screen" : "wake: the screen was touched after idle",
-                ["timeout_s": "\(idle.timeout / 1_000_000)"]))
+        let message =
+            switch event {
+            case .idle: "idle: nobody touched the screen"
+            case .wake:
+                withheld
+                    ? "wake: the screen was touched after idle; that touch reaches nobody"
+                    : "wake: the screen was touched after idle"
+            }
+        effects.append(.log(.info, message, ["timeout_s": "\(idle.timeout / 1_000_000)"]))
         if event == .idle, let screen = idle.screen, scene.activeScreen != screen {
             deliver(
                 scene.activateScreen(screen, at: time), at: time, device: nil, fromInput: false, now: now,

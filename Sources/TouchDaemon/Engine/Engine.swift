@@ -26,6 +26,9 @@ enum Effect: Sendable {
     /// An `[idle]` event and the actions it fired, for an observer (`touchd simulate` prints them); only when the
     /// engine was made with `observesOutput`. The deliveries themselves come as ``deliver(_:executor:fromInput:)``.
     case idle(IdleTransition)
+    /// A touch-down that woke an idle kiosk (or came while that touch was down) and that nobody sees, for an observer
+    /// (`touchd simulate` prints a `wake_touch` line); only when the engine was made with `observesOutput`.
+    case wakeTouch(WakeTouch)
     /// A controller asked over the control socket for a reload: read the file and hand the outcome to
     /// ``Engine/reload(_:path:now:requesters:)`` with this requester, who gets the answer.
     case reloadConfiguration(requestedBy: ControlRequester)
@@ -146,7 +149,9 @@ struct Engine {
     ) {
         self.configuration = configuration
         self.scene = scene
-        self.router = TouchRouter(output: configuration.output, allowList: configuration.devices)
+        self.router = TouchRouter(
+            output: configuration.output, allowList: configuration.devices,
+            ignoresVirtual: configuration.ignoreVirtual)
         self.logsDebug = logsDebug
         self.observesOutput = observesOutput
         self.controlProblem = controlProblem
@@ -250,11 +255,17 @@ struct Engine {
     }
 
     /// Every frame goes to the scene here: around it, `[idle]`'s clock (a touch-down wakes, a last lift starts it) and,
-    /// only while a controller watches live contacts, the monitor's lines (Engine+Monitor.swift).
+    /// only while a controller watches live contacts, the monitor's lines (Engine+Monitor.swift). The wake touch's
+    /// samples are taken out first, and a frame that held nothing else does not reach the scene (Engine+Idle.swift).
     private mutating func handleFrame(
-        _ frame: Frame, device: String?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
+        _ frame: consuming Frame, device: String?, fromInput: Bool, now: UInt64, into effects: inout [Effect]
     ) {
-        idleBeforeFrame(frame, fromInput: fromInput, now: now, into: &effects)
+        let hadSamples = !frame.samples.isEmpty
+        idleBeforeFrame(&frame, fromInput: fromInput, now: now, into: &effects)
+        if hadSamples && frame.samples.isEmpty {
+            idleAfterFrame(at: frame.time)
+            return
+        }
         if subscriptions.watchesContacts {
             handleWatched(frame, device: device, fromInput: fromInput, now: now, into: &effects)
         } else {
@@ -383,7 +394,9 @@ struct Engine {
         // Subscribers are weak targets of the old scene: they follow the new one.
         subscriptions.reinstall(in: &scene, configuration: configuration)
         statistics.reloads &+= 1
-        let notes = router.reconfigure(output: configuration.output, allowList: configuration.devices)
+        let notes = router.reconfigure(
+            output: configuration.output, allowList: configuration.devices,
+            ignoresVirtual: configuration.ignoreVirtual)
         // Commands that are running go on running (fault-cases.md C18); only what comes next uses the new targets.
         effects.append(.configureExecutors(configuration))
         for note in notes {
@@ -639,6 +652,8 @@ struct Engine {
             metadata["device.size_mm"] = "\(Int(exactly: width.rounded()) ?? 0)x\(Int(exactly: height.rounded()) ?? 0)"
         }
         if let node = device.devnode { metadata["device.node"] = "\(node)" }
+        // A uinput device under a panel's name and ids is a clone of it (docs/security.md): say what it is.
+        if device.isVirtual { metadata["device.virtual"] = "true" }
         if device.touchCount > 0 { metadata["device.contacts"] = "\(device.touchCount)" }
         return metadata
     }

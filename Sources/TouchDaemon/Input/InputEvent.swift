@@ -32,10 +32,20 @@ struct DeviceInfo: Hashable, Sendable {
     /// libinput's own calibration matrix for the device (row-major 2×3, normalised coordinates), applied before
     /// touchd sees a position: a udev `LIBINPUT_CALIBRATION_MATRIX`. Nil when it is the identity or unknown.
     var libinputCalibration: [Double]? = nil
+    /// Whether the kernel placed the device under `/sys/devices/virtual/` (its udev syspath): a device a program made
+    /// through uinput, not one on a physical port. A clone of the panel (its name and ids copied) is one; touchd's own
+    /// twins are too, but libinput in touchd never opens those. False when unknown (a `libinput record` file).
+    var isVirtual = false
 
     /// `ILITEK Multi-Touch (event5, 222a:0001)`.
     var summary: String {
         "\(name) (\(sysname), \(Self.hex(vendor)):\(Self.hex(product)))"
+    }
+
+    /// Whether a udev syspath is a virtual device's: `/sys/devices/virtual/input/input42/event7` is, a panel on USB or
+    /// I²C (`/sys/devices/pci0000:00/…`) is not.
+    static func isVirtual(syspath: String) -> Bool {
+        syspath.hasPrefix("/sys/devices/virtual/")
     }
 
     static func hex(_ value: Int) -> String {

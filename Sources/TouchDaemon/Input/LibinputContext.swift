@@ -254,9 +254,13 @@ final class LibinputContext {
         let touchCount = isTouchscreen ? max(0, Int(libinput_device_touch_get_touch_count(device))) : 0
         var devnode: String?
         var links: [String] = []
+        var isVirtual = false
         if let udevDevice = libinput_device_get_udev_device(device) {
             defer { udev_device_unref(udevDevice) }
             devnode = udev_device_get_devnode(udevDevice).map { String(cString: $0) }
+            if let syspath = udev_device_get_syspath(udevDevice) {
+                isVirtual = DeviceInfo.isVirtual(syspath: String(cString: syspath))
+            }
             var entry = udev_device_get_devlinks_list_entry(udevDevice)
             while let current = entry {
                 if let name = udev_list_entry_get_name(current) { links.append(String(cString: name)) }
@@ -288,7 +292,8 @@ final class LibinputContext {
             links: links,
             isTouchscreen: isTouchscreen,
             touchCount: touchCount,
-            libinputCalibration: calibration
+            libinputCalibration: calibration,
+            isVirtual: isVirtual
         )
     }
 

@@ -26,6 +26,8 @@ struct TouchRouter {
 
     private var output: Configuration.Output
     private var allowList: [Configuration.DeviceMatch]
+    /// `[input] ignore_virtual`: virtual devices are never used, whatever the allow-list says.
+    private var ignoresVirtual: Bool
     /// Every device libinput announced and has not removed, used or not.
     private var known: SmallMap<Int, DeviceInfo> = [:]
     /// The used touchscreens and where each lands on the output.
@@ -53,9 +55,10 @@ struct TouchRouter {
         var sent = false
     }
 
-    init(output: Configuration.Output, allowList: [Configuration.DeviceMatch]) {
+    init(output: Configuration.Output, allowList: [Configuration.DeviceMatch], ignoresVirtual: Bool = false) {
         self.output = output
         self.allowList = allowList
+        self.ignoresVirtual = ignoresVirtual
     }
 
     /// The touchscreens in use, in the order they were added.
@@ -148,9 +151,12 @@ struct TouchRouter {
 
     /// Applies a new configuration: the allow-list and mapping are re-evaluated for every known device, and every
     /// contact that is down becomes orphaned (the caller cancels them in the old scene first: see ``activeContacts``).
-    mutating func reconfigure(output: Configuration.Output, allowList: [Configuration.DeviceMatch]) -> [Note] {
+    mutating func reconfigure(
+        output: Configuration.Output, allowList: [Configuration.DeviceMatch], ignoresVirtual: Bool = false
+    ) -> [Note] {
         self.output = output
         self.allowList = allowList
+        self.ignoresVirtual = ignoresVirtual
         orphaned.formUnion(active.keys)
         pending.removeAll()
         let before = Set(mappers.keys)
@@ -168,6 +174,10 @@ struct TouchRouter {
 
     private mutating func evaluate(_ info: DeviceInfo) -> Note {
         guard info.isTouchscreen else { return .ignored(info, reason: "not a touchscreen") }
+        // Before the allow-list: a clone copies the name and ids an entry matches (issue 44, item 8).
+        if ignoresVirtual, info.isVirtual {
+            return .ignored(info, reason: "a virtual input device, not a panel on a port ([input] ignore_virtual)")
+        }
         let match: Configuration.DeviceMatch?
         if allowList.isEmpty {
             match = nil

@@ -309,7 +309,7 @@ final class Daemon {
             handOver()
             control?.setGeneration(engine.generation)
             executors.configure(configuration)
-        case .output, .idle:
+        case .output, .idle, .wakeTouch:
             break  // only an observer asks for them (the engine is not made with observesOutput here)
         case .reloadConfiguration(let requester):
             reloadRequesters.append(requester)

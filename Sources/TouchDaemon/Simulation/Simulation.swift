@@ -44,6 +44,7 @@ struct Simulation {
                     case .output(let output, let time):
                         lines += Self.render(output, at: time, configuration: configuration)
                     case .idle(let transition): lines += Self.render(transition)
+                    case .wakeTouch(let touch): lines.append(Self.render(touch))
                     default: continue
                     }
                 }
@@ -117,6 +118,20 @@ struct Simulation {
             json.add("responder", fired.responder)
             return json.line
         }
+    }
+
+    /// A touch-down that nobody sees because it woke the kiosk (`[idle]`):
+    /// `{"type":"wake_touch","time_ms":…,"contact":N,"x":…,"y":…}`.
+    static func render(_ touch: WakeTouch) -> String {
+        var json = JSONLine()
+        json.add("type", "wake_touch")
+        json.add("time_ms", milliseconds: touch.time.microseconds)
+        json.add("contact", touch.contact)
+        if let location = touch.location {
+            json.add("x", location.x)
+            json.add("y", location.y)
+        }
+        return json.line
     }
 
     func render(_ output: Output, at time: Instant) -> [String] {
