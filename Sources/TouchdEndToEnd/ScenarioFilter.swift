@@ -111,6 +111,7 @@ final class FilterRun {
             try findTwin(from: 0)
             try checkGrabWaitsForLift(after: "start")
             try checkGrabWaitsForLift(after: "reload")
+            try checkClonedPanelIgnored()
             try checkKill()
             try checkUnplug()
             // The latency run starts and stops touchd between rounds; it is measured with touchd as a child.
@@ -637,6 +638,52 @@ final class FilterRun {
             }
             return Int(fields[4].dropFirst().dropLast())
         }
+    }
+
+    /// A clone of the panel (a uinput device with its name and ids, as a USB attacker or a local root could make) with
+    /// the panel matched by path, as docs/security.md recommends: touchd neither uses nor grabs the clone, its touches
+    /// fire no control, and the real panel stays filtered. (uinput devices have no `ID_PATH`, so the test matches the
+    /// panel's node; on a kiosk it is the by-path link or `ID_PATH`.)
+    private func checkClonedPanelIgnored() throws(Abort) {
+        guard let node = panel?.devnode else { throw Abort("no panel") }
+        var failures: [String] = []
+        try reload(Self.config(socket: target.path) + "\n[[device]]\nmatch_path = \"\(node)\"\n")
+        let clone = try attempt { () throws(DriverError) in
+            try VirtualTouchscreen(name: Self.panelName, verbose: options.verbose)
+        }
+        defer { clone.destroy() }
+        sleep(microseconds: 1_000_000)
+        let status = statusText(since: 0) ?? ""
+        if !status.contains("filtering 1") || status.contains("filtering 2") || !status.hasPrefix("1 touchscreen") {
+            failures.append("with the clone plugged in the status is '\(status)'")
+        }
+        let cursor = eventCursor
+        let messages = target.inbox.count
+        _ = try attempt { () throws(DriverError) in try clone.write([.down(slot: 0, x: 200, y: 200)]) }
+        sleep(microseconds: 60_000)
+        _ = try attempt { () throws(DriverError) in try clone.write([.up(slot: 0)]) }
+        sleep(microseconds: 800_000)
+        if let fired = target.inbox.since(messages).first(where: { $0.action == "a" }) {
+            failures.append("a tap on the clone fired a control: \(fired.details)")
+        }
+        let cloneNode = clone.devnode.map { String($0.split(separator: "/").last ?? "") }
+        if touches(from: cursor, twinSysname, "TOUCH_DOWN").count > 0 {
+            failures.append("the clone's touch was forwarded to the panel's twin")
+        }
+        if let cloneNode, touches(from: cursor, cloneNode, "TOUCH_DOWN").isEmpty {
+            failures.append("the compositor did not see the clone's own touch (touchd grabbed it?)")
+        }
+        // The real panel still works through its twin.
+        let panelCursor = eventCursor
+        try tap(200, 200)
+        if waitTouches(from: panelCursor, twinSysname, "TOUCH_DOWN", count: 1) == nil {
+            failures.append("the real panel's tap no longer reaches the app through its twin")
+        }
+        record(
+            "a clone of the panel is neither used nor grabbed when the panel is matched by path",
+            failures.isEmpty ? nil : failures.joined(separator: "; "))
+        clone.destroy()
+        try reload(Self.config(socket: target.path))
     }
 
     /// `kill -9` of touchd with a finger down: the kernel drops the grab, the twin goes away, and the next tap
