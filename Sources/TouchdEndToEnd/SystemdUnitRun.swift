@@ -107,6 +107,21 @@ final class SystemdUnitRun {
                 throw Abort("installing failed")
             }
         }
+        // touchd sends under SCHED_IDLE only when asked (--yield-on-send): this run asks, through a runtime drop-in as
+        // docs/operations.md shows, so that send-yield-under-sandbox checks that the unit lets the opt-in work. The
+        // filter and cage runs under systemd keep the default.
+        let yieldDropIn = (UnitPaths.watchdogDropIn as NSString).deletingLastPathComponent + "/40-e2e-yield.conf"
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (yieldDropIn as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try writeFile(
+                yieldDropIn,
+                "[Service]\nExecStart=\nExecStart=\(UnitPaths.binary) run --config \(UnitPaths.config) --yield-on-send\n")
+        } catch {
+            report.record(.installed, "cannot write \(yieldDropIn): \(error)")
+            throw Abort("installing failed")
+        }
+        _ = Tool.run([Tool.systemctl, "daemon-reload"], verbose: verbose)
         // The target touchd's dynamic user connects to: a socket it may write to, as a kiosk application's would be.
         target = try attempt { () throws(DriverError) in try TargetListener(path: UnitPaths.target, verbose: verbose) }
         guard chmod(UnitPaths.target, 0o666) == 0 else {
@@ -327,8 +342,8 @@ final class SystemdUnitRun {
             problems.append("no 'command failed' entry for the fail target in journalctl -u touchd -o json")
         }
         report.record(.journalFields, problems.isEmpty ? nil : problems.joined(separator: "; "))
-        // The unit lets the input thread send under SCHED_IDLE and come back (LimitNICE=+0, sched_setscheduler let
-        // through its filter), under DynamicUser= with no capability.
+        // With --yield-on-send (the drop-in above), the unit lets the input thread send under SCHED_IDLE and come
+        // back (LimitNICE=+0, sched_setscheduler let through its filter), under DynamicUser= with no capability.
         if let notYielding {
             report.record(.sendYieldUnderSandbox, "touchd said: \(notYielding.message)")
         } else if yielding == nil {

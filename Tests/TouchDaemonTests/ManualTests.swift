@@ -92,7 +92,7 @@ struct ManualTests {
         let help = "Send each touch's messages under SCHED_IDLE"
         #expect(page.components(separatedBy: help).count == 2, "the --yield-on-send text is not said once")
         #expect(page.contains("\\fB\\-\\-yield\\-on\\-send\\fR, \\fB\\-\\-no\\-yield\\-on\\-send\\fR\n\(help)"))
-        #expect(page.contains("Default: \\-\\-yield\\-on\\-send."))
+        #expect(page.contains("Default: \\-\\-no\\-yield\\-on\\-send."))
         let status = try #require(
             page.components(separatedBy: ".SH EXIT STATUS").last?.components(separatedBy: ".SH ").first)
         #expect(status.contains(".B 66\nrender: the \\-\\-background file cannot be opened or read."))

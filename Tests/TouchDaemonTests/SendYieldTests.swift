@@ -77,12 +77,15 @@ struct SendYieldTests {
     }
 }
 
-/// `touchd run --no-yield-on-send` turns the yield off; it is on by default.
+/// The yield is off by default (no priority games unless asked for); `--yield-on-send` turns it on and
+/// `--no-yield-on-send` says the default.
 @Suite("touchd run's yield flag")
 struct SendYieldFlagTests {
-    @Test func onByDefaultAndOffWithTheFlag() throws {
+    @Test func offByDefaultAndOnWithTheFlag() throws {
         let plain = try #require(try Touchd.parseAsRoot(["run"]) as? Run)
-        #expect(plain.yieldOnSend)
+        #expect(!plain.yieldOnSend)
+        let on = try #require(try Touchd.parseAsRoot(["run", "--yield-on-send"]) as? Run)
+        #expect(on.yieldOnSend)
         let off = try #require(try Touchd.parseAsRoot(["run", "--no-yield-on-send"]) as? Run)
         #expect(!off.yieldOnSend)
     }

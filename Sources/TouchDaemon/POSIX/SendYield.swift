@@ -27,7 +27,7 @@ struct SendYield {
         case on
         /// It could, but there is no other CPU for a target to be woken on.
         case notNeeded(String)
-        /// `touchd run --no-yield-on-send`.
+        /// Off: the default, or `touchd run --no-yield-on-send`.
         case turnedOff
         /// It cannot (the probe failed, or the thread runs under another policy than SCHED_OTHER), or it stopped after
         /// failing to come back.
@@ -56,7 +56,7 @@ struct SendYield {
         return SendYield(state: .on)
     }
 
-    /// Off: `touchd run --no-yield-on-send`, and the input loop before it starts.
+    /// Off: the default (`touchd run` without `--yield-on-send`), and the input loop before it starts.
     static let off = SendYield(state: .turnedOff)
 
     /// Whether a thread of this process can go to SCHED_IDLE and come back: nil if so, else what failed.

@@ -51,7 +51,7 @@ final class Daemon {
     /// Whether the input thread sends under SCHED_IDLE, so that the target it wakes runs at once on its CPU
     /// (SendYield.swift); found when the loop starts.
     @exclusivity(unchecked) private var sendYield = SendYield.off
-    /// `touchd run --no-yield-on-send` turns the yield off.
+    /// `touchd run --yield-on-send` turns the yield on (it is off by default).
     private let yieldOnSend: Bool
     /// When the daemon started (monotonic microseconds), for `stats`.
     let startedAt = monotonicMicroseconds()
@@ -62,7 +62,7 @@ final class Daemon {
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
         executors: Executors, control: (any ControlChannel)?,
         controlProblem: String? = nil, strictPermissions: Bool = false, instanceLock: InstanceLock? = nil,
-        yieldOnSend: Bool = true
+        yieldOnSend: Bool = false
     ) {
         self.instanceLock = instanceLock
         self.yieldOnSend = yieldOnSend
@@ -127,7 +127,7 @@ final class Daemon {
         case .turnedOff:
             logger.info(
                 "the input thread does not yield its CPU to the targets it wakes",
-                metadata: ["reason": "turned off (--no-yield-on-send)"])
+                metadata: ["reason": "off by default (touchd run --yield-on-send turns it on)"])
         case .unavailable(let reason):
             logger.notice(
                 "the input thread cannot yield its CPU to the targets it wakes: a target may be woken on another CPU",
