@@ -74,21 +74,12 @@ enum ExecutableProgram {
     /// The directories a lookup of `path` goes through: its own ancestors, then those of the file it resolves to
     /// when links lead elsewhere (a link's target can sit in a directory the link's own path never names).
     static func directories(of path: String) -> [String] {
-        var result: [String] = []
-        func addAncestors(of path: String) {
-            var directory = "/"
-            if !result.contains(directory) { result.append(directory) }
-            for component in path.split(separator: "/").dropLast() {
-                directory += (directory == "/" ? "" : "/") + component
-                if !result.contains(directory) { result.append(directory) }
-            }
-        }
-        addAncestors(of: path)
+        var paths = [path]
         if let resolved = realpath(path, nil) {
-            addAncestors(of: String(cString: resolved))
+            paths.append(String(cString: resolved))
             free(resolved)
         }
-        return result
+        return DirectoryTrust.ancestors(of: paths)
     }
 
     /// Permission bits as `ls -l`'s numeric form: four octal digits, the sticky and set-id bits first.

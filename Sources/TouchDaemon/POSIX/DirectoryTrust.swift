@@ -92,19 +92,25 @@ enum DirectoryTrust {
             absolute = String(cString: directory) + "/" + path
             free(directory)
         }
+        var paths = [absolute]
+        if let resolved = realpath(parentDirectory(absolute), nil) {
+            paths.append(String(cString: resolved) + "/-")
+            free(resolved)
+        }
+        return ancestors(of: paths)
+    }
+
+    /// The directories above each of `paths` (absolute), each once, outermost first and in the order of `paths`: "/",
+    /// then every prefix that ends before a path's last component.
+    static func ancestors(of paths: [String]) -> [String] {
         var result: [String] = []
-        func addAncestors(of path: String) {
+        for path in paths {
             var directory = "/"
             if !result.contains(directory) { result.append(directory) }
             for component in path.split(separator: "/").dropLast() {
                 directory += (directory == "/" ? "" : "/") + component
                 if !result.contains(directory) { result.append(directory) }
             }
-        }
-        addAncestors(of: absolute)
-        if let resolved = realpath(parentDirectory(absolute), nil) {
-            addAncestors(of: String(cString: resolved) + "/-")
-            free(resolved)
         }
         return result
     }
