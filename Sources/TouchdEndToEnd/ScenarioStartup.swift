@@ -141,20 +141,12 @@ final class StartupSweep {
     private func waitNotify(
         from cursor: Int, until deadline: Microseconds, where condition: (NotifyMessage) -> Bool
     ) -> NotifyMessage? {
-        while true {
-            if let found = notify.inbox.first(from: cursor, where: condition) { return found.element }
-            if monotonicNow() >= deadline { return nil }
-            sleep(microseconds: 1000)
-        }
+        poll(until: deadline) { notify.inbox.first(from: cursor, where: condition)?.element }
     }
 
     private func waitTarget(
         from cursor: Int, until deadline: Microseconds, where condition: (TargetMessage) -> Bool
     ) -> TargetMessage? {
-        while true {
-            if let found = target.inbox.first(from: cursor, where: condition) { return found.element }
-            if monotonicNow() >= deadline { return nil }
-            sleep(microseconds: 1000)
-        }
+        poll(until: deadline) { target.inbox.first(from: cursor, where: condition)?.element }
     }
 }
