@@ -1,7 +1,7 @@
 // Linux interfaces that Swift's Glibc module does not import: signalfd(2) for the input loop's signals, epoll(7) for its
 // wait, eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, tgkill(2) and
 // sigaction(2) for SignalChannel's forwarding handler, sched_setscheduler(2) for the input thread's yield to the target
-// it wakes (SendYield.swift), and the cycle counter for step-times builds. Header-only; the daemon's Services, Actions,
+// it wakes (SendYield.swift). Header-only; the daemon's Services, Actions,
 // Input and Engine layers import it.
 #ifndef TOUCHD_CLINUX_SHIM_H
 #define TOUCHD_CLINUX_SHIM_H
@@ -137,24 +137,6 @@ static inline int touchd_install_handler(int signal, void (*handler)(int)) {
     action.sa_flags = SA_RESTART;
     return sigaction(signal, &action, NULL);
 }
-
-/// The CPU's cycle counter where it can be read without a system call (the TSC, the generic timer's virtual count),
-/// else the monotonic clock in nanoseconds: for `-DTOUCHD_STEP_TIMES` builds only (StepTimes.swift), whose stamps
-/// must not cost a system call each (in the test guest a clock read is one, and an emulated device access).
-static inline unsigned long long touchd_cycles(void) {
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-    unsigned long long count;
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(count));
-    return count;
-#else
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec;
-#endif
-}
-
 
 #include <linux/audit.h>
 #include <linux/filter.h>

@@ -45,10 +45,10 @@ struct SocketTargetTests {
         }
     }
 
-    /// The message written straight into its array (what the input thread sends) is byte for byte the one `JSONLine`
-    /// builds member by member, over names that need escaping, multi-byte UTF-8, every optional field present or not,
-    /// extreme integers, awkward doubles and a name of 64 KiB of quotes.
-    @Test func directlyWrittenMessagesMatchTheMemberByMemberOnes() {
+    /// Every message is one line of valid JSON that reads back to the delivery's values, with its terminator, over names
+    /// that need escaping, multi-byte UTF-8, every optional field present or not, extreme integers, awkward doubles
+    /// (not finite: null) and a name of 64 KiB of quotes.
+    @Test func messagesReadBackToTheirDeliveries() throws {
         let names = [
             "", "pay", "say \"hi\"", #"back\slash"#, "tab\there", "bell\u{7}\u{1f}", "café ☕ 東京", "\u{10FFFF}",
             String(repeating: "long-name ", count: 60),
@@ -60,9 +60,6 @@ struct SocketTargetTests {
         let times: [UInt64] = [0, 5, 1_234_567, UInt64(Int.max), UInt64.max]
         let integers: [Int] = [0, 1, -1, 42, Int.max, Int.min]
         var generator = SystemRandomNumberGenerator()
-        // The input thread's direct sends write every message into one buffer that only grows: a short message after
-        // a long one must end where it ends.
-        var shared: [UInt8] = []
         for index in 0..<3_000 {
             let delivery = ActionDelivery(
                 action: names.randomElement(using: &generator)!, target: names[index % names.count],
@@ -76,89 +73,38 @@ struct SocketTargetTests {
                 device: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
                 generation: integers.randomElement(using: &generator)!)
             let terminator: UInt8? = index % 2 == 0 ? UInt8(ascii: "\n") : nil
-            let expected = Self.reference(delivery, terminator: terminator)
-            #expect(delivery.jsonBytes(terminator: terminator) == expected)
-            let length = delivery.writeJSON(into: &shared, terminator: terminator)
-            #expect(Array(shared[..<length]) == expected)
+            try Self.expectReadsBack(delivery, terminator: terminator)
         }
         let huge = ActionDelivery(
             action: String(repeating: "\"", count: 1 << 16), target: "kiosk", control: "pay", event: "touchUpInside",
             timeMicroseconds: 1, generation: 1)
-        #expect(huge.jsonBytes() == Self.reference(huge, terminator: nil))
+        try Self.expectReadsBack(huge, terminator: nil)
     }
 
-    /// A planned delivery's template (``MessageTemplate``) filled in with a frame's contact, point and time writes
-    /// byte for byte the message of the delivery with them put in (`AnsweredTouch.Substitution.apply`): over the same
-    /// names, numbers and optional fields as above, with a substitution whose planned contact and point are the
-    /// delivery's or not, into one buffer that only grows.
-    @Test func templatesWriteTheMessagesOfTheSubstitutedDeliveries() {
-        let names = ["", "pay", "say \"hi\"", "café ☕ 東京", String(repeating: "long-name ", count: 60)]
-        let doubles: [Double] = [0, -0.0, 12.5, 700, -3, 0.1, 1e15, 1e-7, .infinity, .nan]
-        let times: [UInt64] = [0, 5, 1_234_567, UInt64(Int.max), UInt64.max]
-        let integers: [Int] = [0, 1, -1, 42, Int.max, Int.min]
-        var generator = SystemRandomNumberGenerator()
-        var shared: [UInt8] = []
-        var replaced = (contacts: 0, points: 0)
-        for index in 0..<3_000 {
-            let point =
-                Bool.random(using: &generator)
-                ? Point(x: doubles.randomElement(using: &generator)!, y: doubles.randomElement(using: &generator)!)
-                : nil
-            let delivery = ActionDelivery(
-                action: names.randomElement(using: &generator)!, target: "kiosk",
-                control: names.randomElement(using: &generator)!, event: names.randomElement(using: &generator)!,
-                timeMicroseconds: times.randomElement(using: &generator)!,
-                contact: Bool.random(using: &generator) ? integers.randomElement(using: &generator)! : nil,
-                x: point?.x, y: point?.y,
-                value: Bool.random(using: &generator) ? doubles.randomElement(using: &generator)! : nil,
-                responder: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
-                gesture: Bool.random(using: &generator) ? names.randomElement(using: &generator)! : nil,
-                device: Bool.random(using: &generator) ? "event\(index)" : nil,
-                generation: integers.randomElement(using: &generator)!)
-            // The planned contact and point: the delivery's own most of the time, another one sometimes.
-            let plannedContact = Int.random(in: 0..<4, using: &generator) == 0 ? 7 : delivery.contact ?? 7
-            let plannedPoint =
-                Int.random(in: 0..<4, using: &generator) == 0 ? Point(x: 1, y: 2) : point ?? Point(x: 1, y: 2)
-            let substitution = AnsweredTouch.Substitution(
-                time: times.randomElement(using: &generator)!,
-                contact: Bool.random(using: &generator)
-                    ? (plannedContact, integers.randomElement(using: &generator)!) : nil,
-                point: Bool.random(using: &generator)
-                    ? (
-                        plannedPoint,
-                        Point(
-                            x: doubles.randomElement(using: &generator)!, y: doubles.randomElement(using: &generator)!)
-                    )
-                    : nil)
-            let substituted = substitution.apply(to: delivery)
-            if substituted.contact != delivery.contact { replaced.contacts += 1 }
-            if substituted.x != delivery.x || substituted.y != delivery.y { replaced.points += 1 }
-            let terminator: UInt8? = index % 2 == 0 ? UInt8(ascii: "\n") : nil
-            let template = MessageTemplate(delivery)
-            let length = template.write(substituting: substitution, terminator: terminator, into: &shared)
-            #expect(Array(shared[..<length]) == Self.reference(substituted, terminator: terminator))
+    /// `delivery`'s message, with `terminator`: the documented fields first, every value read back as it was.
+    private static func expectReadsBack(_ delivery: ActionDelivery, terminator: UInt8?) throws {
+        var bytes = delivery.jsonBytes(terminator: terminator)
+        if let terminator { #expect(bytes.popLast() == terminator) }
+        #expect(!bytes.contains(UInt8(ascii: "\n")))
+        #expect(bytes.starts(with: Array(#"{"action":"#.utf8)))
+        let object = try #require(JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(object["action"] as? String == delivery.action)
+        #expect(object["target"] as? String == delivery.target)
+        #expect(object["control"] as? String == delivery.control)
+        #expect(object["event"] as? String == delivery.event)
+        #expect((object["time_us"] as? NSNumber)?.int64Value == Int64(clamping: delivery.timeMicroseconds))
+        #expect((object["contact"] as? NSNumber)?.intValue == delivery.contact)
+        #expect((object["generation"] as? NSNumber)?.intValue == delivery.generation)
+        #expect(object["responder"] as? String == delivery.responder)
+        #expect(object["gesture"] as? String == delivery.gesture)
+        #expect(object["device"] as? String == delivery.device)
+        for (key, value) in [("x", delivery.x), ("y", delivery.y), ("value", delivery.value)] {
+            switch value {
+            case nil: #expect(object[key] == nil)
+            case let number? where !number.isFinite: #expect(object[key] is NSNull)
+            case let number?: #expect((object[key] as? NSNumber)?.doubleValue == number)
+            }
         }
-        // The substitutions did replace contacts and points, not only times.
-        #expect(replaced.contacts > 100 && replaced.points > 100)
-    }
-
-    /// A delivery's message built member by member with `JSONLine`, in the documented order.
-    private static func reference(_ delivery: ActionDelivery, terminator: UInt8?) -> [UInt8] {
-        var line = JSONLine()
-        line.add("action", delivery.action)
-        line.add("target", delivery.target)
-        line.add("control", delivery.control)
-        line.add("event", delivery.event)
-        line.add("time_us", Int(clamping: delivery.timeMicroseconds))
-        if let contact = delivery.contact { line.add("contact", contact) }
-        if let x = delivery.x { line.add("x", x) }
-        if let y = delivery.y { line.add("y", y) }
-        if let value = delivery.value { line.add("value", value) }
-        if let responder = delivery.responder { line.add("responder", responder) }
-        if let gesture = delivery.gesture { line.add("gesture", gesture) }
-        if let device = delivery.device { line.add("device", device) }
-        line.add("generation", delivery.generation)
-        return line.lineBytes(terminator: terminator)
     }
 
     @Test func boundedQueueDropsItsOldestElementWhenFull() {
@@ -273,42 +219,27 @@ struct SocketTargetTests {
         }
     }
 
-    /// A frame answered from its plan hands the planned deliveries to the sender with the frame's contact, point and
-    /// time: sent at once from their templates while the direct path is open, queued as deliveries of their own when
-    /// it is not, and in either case in order with everything else submitted.
-    @Test func plannedDeliveriesAreSentInOrderDirectlyOrQueued() async throws {
+    /// Deliveries handed over in batches are sent at once while the direct path is open, queued for the sender thread
+    /// when it is not, and in either case in order with everything else submitted.
+    @Test func batchesAreSentInOrderDirectlyOrQueued() async throws {
         let total = 6_000
         // Room for every message: a third of the submits carry two.
         try await withSettledStreamTarget(queueCapacity: 2 * total) { sender, connection in
-            let planned = [
-                PlannedDelivery(delivery(0, action: "down"), executor: .socket),
-                PlannedDelivery(delivery(0, action: "second"), executor: .socket),
-            ]
-            func substitution(_ index: Int) -> AnsweredTouch.Substitution {
-                .init(time: UInt64(index) * 1_000, contact: (0, index % 10), point: nil)
-            }
-            func expected(_ index: Int) -> [String] {
+            func batch(_ index: Int) -> [ActionDelivery] {
                 index % 3 == 0
-                    ? planned.map { substitution(index).apply(to: $0.delivery).json } : [delivery(index).json]
-            }
-            func submit(_ index: Int) {
-                if index % 3 == 0 {
-                    sender.submit(planned: planned, substituting: substitution(index))
-                } else {
-                    sender.submit(delivery(index))
-                }
+                    ? [delivery(index, action: "down"), delivery(index, action: "second")] : [delivery(index)]
             }
             let reader = LineReader(connection)
             // Sent at once: the lines are in the socket when submit returns, and the sender thread slept through it.
             let passes = sender.loopPasses
-            submit(0)
-            #expect(await reader.lines(2) == expected(0))
+            sender.submit(batch(0))
+            #expect(await reader.lines(2) == batch(0).map(\.json))
             #expect(sender.loopPasses == passes)
             // The peer does not read: direct sends fill the socket, then the rest queues for the sender thread.
-            for index in 1..<(total / 2) { submit(index) }
+            for index in 1..<(total / 2) { sender.submit(batch(index)) }
             #expect((sender.statistics["kiosk"]?.queued ?? 0) > 0)
-            for index in (total / 2)..<total { submit(index) }
-            let wanted = (1..<total).flatMap { expected($0) }
+            for index in (total / 2)..<total { sender.submit(batch(index)) }
+            let wanted = (1..<total).flatMap { batch($0).map(\.json) }
             #expect(await reader.lines(wanted.count) == wanted)
             #expect(await eventually { sender.statistics["kiosk"]?.sent == wanted.count + 2 })
             #expect(sender.statistics["kiosk"]?.dropped == 0)

@@ -146,61 +146,29 @@ final class SocketTargetSender: Sendable {
     /// Each delivery looks its target up once in the entries and once in the counters: this runs on the input
     /// thread between a touch and its message (issue 17).
     func submit(_ deliveries: [ActionDelivery]) {
-        // Through the array's buffer: each delivery is read where it lies, where the array's own subscript copied it
-        // (a call to its copy witness and one to its destroy witness per message, on the input thread: issue 17).
-        deliveries.withUnsafeBufferPointer { deliveries in
-            submitEach(
-                count: deliveries.count, target: { deliveries[$0].target }, delivery: { deliveries[$0] },
-                write: { deliveries[$0].writeJSON(into: &$1, terminator: $2) })
-        }
-    }
-
-    /// ``submit(_:)-([ActionDelivery])`` for the planned deliveries of a frame answered from its plan
-    /// (Engine+TouchPlan.swift), with the frame's own contact, point and time: a message sent at once is written from
-    /// its template (``MessageTemplate``), and only one that has to wait becomes a delivery of its own.
-    func submit(planned: [PlannedDelivery], substituting substitution: AnsweredTouch.Substitution) {
-        planned.withUnsafeBufferPointer { planned in
-            submitEach(
-                count: planned.count, target: { planned[$0].delivery.target },
-                delivery: { substitution.apply(to: planned[$0].delivery) },
-                write: { planned[$0].template.write(substituting: substitution, terminator: $2, into: &$1) })
-        }
-    }
-
-    /// The deliveries `0..<count`, each given by its target, the delivery itself (made only when it is queued) and the
-    /// writer of its message into a buffer with a terminator, under one lock; wakes the sender thread at most once,
-    /// and only when something was queued.
-    @inline(__always)
-    private func submitEach(
-        count: Int, target: (Int) -> String, delivery: (Int) -> ActionDelivery,
-        write: (Int, inout [UInt8], UInt8?) -> Int
-    ) {
         let wake = core.state.withLock { state -> Bool in
-            StepTimes.mark(.senderLocked)
             var wake = false
-            for index in 0..<count {
+            for delivery in deliveries {
                 guard case .running = state.phase else {
-                    if let counters = state.statistics.index(forKey: target(index)) {
+                    if let counters = state.statistics.index(forKey: delivery.target) {
                         state.statistics[valueAt: counters].dropped.saturatingAdd(1)
                     } else {
                         state.unknownTargetDeliveries.saturatingAdd(1)
                     }
                     continue
                 }
-                guard let entry = state.entries.index(forKey: target(index)) else {
+                guard let entry = state.entries.index(forKey: delivery.target) else {
                     state.unknownTargetDeliveries.saturatingAdd(1)
                     continue
                 }
-                let outcome = state.entries[valueAt: entry].accept(
-                    delivery(index), write: { write(index, &$0, $1) }, scratch: &state.scratch)
-                switch outcome {
+                switch state.entries[valueAt: entry].accept(delivery) {
                 case .sent:
-                    state.count(target(index)) { $0.sent.saturatingAdd(1) }
+                    state.count(delivery.target) { $0.sent.saturatingAdd(1) }
                 case .handedOver:
                     wake = true
                 case .queued(let first, let pushedOut):
                     if first { wake = true }
-                    if pushedOut { state.count(target(index)) { $0.dropped.saturatingAdd(1) } }
+                    if pushedOut { state.count(delivery.target) { $0.dropped.saturatingAdd(1) } }
                 }
             }
             return wake
@@ -294,38 +262,21 @@ final class SocketSenderCore: Sendable {
 
         /// Sends `delivery` directly when the direct path is open, else queues it. Called under the lock. Anything
         /// but a whole message closes the direct path, which only the sender thread opens again.
-        ///
-        /// A direct send writes the message into `scratch` (the core's one buffer, under the same lock), not into an
-        /// array of its own: only a message that goes to the sender thread gets one.
-        mutating func accept(_ delivery: ActionDelivery, scratch: inout [UInt8]) -> Accepted {
-            accept(delivery, write: { delivery.writeJSON(into: &$0, terminator: $1) }, scratch: &scratch)
-        }
-
-        /// ``accept(_:scratch:)`` with the message written by `write` (into a buffer, with a terminator; it returns
-        /// the length); `delivery` is made only when the message is queued.
-        @inline(__always)
-        mutating func accept(
-            _ delivery: @autoclosure () -> ActionDelivery, write: (inout [UInt8], UInt8?) -> Int,
-            scratch: inout [UInt8]
-        ) -> Accepted {
+        mutating func accept(_ delivery: ActionDelivery) -> Accepted {
             if directSocket >= 0 {
-                StepTimes.mark(.messageBegins)
-                let length = write(&scratch, target.type == .stream ? UInt8(ascii: "\n") : nil)
+                let message = SocketSenderCore.message(delivery, for: target)
                 let socket = directSocket
-                StepTimes.mark(.sendBegins)
-                let result = scratch.withUnsafeBytes {
-                    UnixSocket.send(socket, UnsafeRawBufferPointer(rebasing: $0[..<length]), from: 0)
-                }
-                StepTimes.mark(.sent)
+                let result = message.withUnsafeBytes { UnixSocket.send(socket, $0, from: 0) }
+                let length = message.count
                 if case .sent(let count) = result, count == length { return .sent }
                 directSocket = -1
                 if case .sent(let count) = result, count > 0 {
-                    remainder = Remainder(bytes: Array(scratch[..<length]), written: count)
+                    remainder = Remainder(bytes: message, written: count)
                     return .handedOver
                 }
             }
             let first = queue.isEmpty
-            let pushedOut = queue.append(delivery()) != nil
+            let pushedOut = queue.append(delivery) != nil
             if pushedOut { overflowed.saturatingAdd(1) }
             return .queued(first: first, pushedOut: pushedOut)
         }
@@ -360,8 +311,6 @@ final class SocketSenderCore: Sendable {
         var nextSerial = 0
         var unknownTargetDeliveries = 0
         var phase = Phase.running
-        /// Where direct sends write their message (``Entry/accept(_:scratch:)``); as large as the largest so far.
-        var scratch: [UInt8] = []
 
         /// Changes the counters of `target`, adding them when it has none yet (`configure` adds them for every
         /// target). Found by position rather than through a subscript with a default, which is one more closure.

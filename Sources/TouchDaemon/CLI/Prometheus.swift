@@ -31,14 +31,6 @@ enum PrometheusExposition {
         ("reloads", counter("reloads_total", "Configuration reloads taken.")),
         ("reload_failures", counter("reload_failures_total", "Configuration reloads refused.")),
         (
-            "touches_answered",
-            counter("touches_answered_total", "Touch-downs and lifts whose messages went out from their plan.")
-        ),
-        (
-            "touch_plan_mismatches",
-            counter("touch_plan_mismatches_total", "Planned touches whose handling differed from the plan (a fault).")
-        ),
-        (
             "libinput_lost_event_warnings",
             counter("libinput_lost_event_warnings_total", "libinput lost-event warnings.")
         ),

@@ -346,8 +346,6 @@ extension Engine {
         line.add("diagnostics", statistics.diagnostics)
         line.add("reloads", statistics.reloads)
         line.add("reload_failures", statistics.reloadFailures)
-        line.add("touches_answered", statistics.touchesAnswered)
-        line.add("touch_plan_mismatches", statistics.touchPlanMismatches)
         line.add("libinput_lost_event_warnings", edge.lostEventWarnings)
         line.add("processing", json: Self.histogramJSON(edge.processing))
         line.add("handling", json: Self.histogramJSON(edge.handling))

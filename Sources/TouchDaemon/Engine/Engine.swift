@@ -83,11 +83,6 @@ struct Engine {
         var diagnostics = 0
         var reloads = 0
         var reloadFailures = 0
-        /// Touch-downs and lifts whose messages went out from their plan, before the engine handled them
-        /// (Engine+TouchPlan.swift).
-        var touchesAnswered = 0
-        /// Such lifts whose handling delivered other messages than the plan sent: a fault, logged as an error.
-        var touchPlanMismatches = 0
     }
 
     private(set) var configuration: Configuration
@@ -131,15 +126,6 @@ struct Engine {
     private var routerNotes: [TouchRouter.Note] = []
     /// The scene's output of the frame being handled, kept empty between frames: one output for every frame.
     private var sceneOutput = Output()
-    /// The heads of the deliveries of recent bindings (issue 17).
-    private(set) var heads = DeliveryHeads()
-    /// Whether a frame was answered from its plan and not yet handled (Engine+TouchPlan.swift).
-    var hasAnsweredTouch = false
-    /// The answered frame's planned deliveries and what replaced their contact, point and time.
-    var answeredDeliveries = PlannedDeliveries.none
-    var answeredSubstitution = AnsweredTouch.Substitution(time: 0, contact: nil, point: nil)
-    /// The events of the frame answered last, handed over by swapping arrays: emptied (room kept) when it is handled.
-    var answeredEvents: [InputEvent] = []
 
     /// Starts with a configuration and the scene made from it (the caller made it, to report a scene that cannot be
     /// built before anything starts).
@@ -272,11 +258,8 @@ struct Engine {
             // Into the one output kept for every frame, taken out of the engine while `deliver` changes the engine.
             var output = sceneOutput
             sceneOutput = Output()
-            StepTimes.mark(.sceneBegins)
             scene.handle(frame, into: &output)
-            StepTimes.mark(.sceneDone)
             deliver(taking: &output, at: frame.time, device: device, fromInput: fromInput, now: now, into: &effects)
-            StepTimes.mark(.delivered)
             sceneOutput = output  // emptied by the scene when it writes the next frame into it
         }
         idleAfterFrame(at: frame.time)
@@ -573,34 +556,31 @@ struct Engine {
     private mutating func dispatch(
         _ action: ResolvedAction, device: String?, fromInput: Bool, into effects: inout [Effect]
     ) {
-        // The binding's head and executor, made on its first action and shared after: no target looked up by name,
-        // no event named and no message's names escaped on every touch (issue 17).
+        let event = action.gestureEvent.map(\.description) ?? configuration.name(of: action.event)
         guard let targetName = action.target,
-            let binding = heads.head(
-                for: action, target: targetName, configuration: configuration, generation: generation)
+            let definition = configuration.targets.first(where: { $0.name == targetName })
         else {
             statistics.unhandledActions &+= 1
             if logsDebug {
                 effects.append(
                     .log(
                         .debug, "action not handled by any responder",
-                        [
-                            "action": "\(action.action)", "control.id": "\(action.control)",
-                            "event": "\(ActionDelivery.eventName(of: action, configuration: configuration))",
-                        ]))
+                        ["action": "\(action.action)", "control.id": "\(action.control)", "event": "\(event)"]))
             }
             return
         }
-        // Made inside the effect, with no local of its own: a local was copied into the effect and destroyed again.
         effects.append(
             .deliver(
-                ActionDelivery(action, head: binding.head, device: device, generation: generation),
-                executor: binding.executor, fromInput: fromInput))
+                ActionDelivery(
+                    action: action.action, target: targetName, control: action.control, event: event,
+                    timeMicroseconds: action.time.microseconds, contact: action.contact, x: action.location?.x,
+                    y: action.location?.y, value: action.value, responder: action.responder?.id,
+                    gesture: action.gestureEvent == nil ? nil : action.control, device: device,
+                    generation: generation),
+                executor: definition.kind.executor, fromInput: fromInput))
         if logsDebug {
             effects.append(
-                .log(
-                    .debug, "action",
-                    ["action": "\(action.action)", "target": "\(targetName)", "event": "\(binding.head.event)"]))
+                .log(.debug, "action", ["action": "\(action.action)", "target": "\(targetName)", "event": "\(event)"]))
         }
     }
 

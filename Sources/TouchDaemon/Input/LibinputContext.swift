@@ -184,7 +184,6 @@ final class LibinputContext {
         if libinput_dispatch(libinput) != 0 {
             relay.logger.warning("libinput_dispatch failed", metadata: ["errno": "\(Self.errnoText())"])
         }
-        StepTimes.mark(.libinputDispatched)
         // libinput logs SYN_DROPPED while it reads the device, before it queues the resynced events.
         if relay.synDropped.load(ordering: .relaxed) != droppedBefore { events.append(.eventsLost(device: nil)) }
         while let event = libinput_get_event(libinput) {

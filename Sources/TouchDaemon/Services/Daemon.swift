@@ -165,18 +165,9 @@ final class Daemon {
         events.reserveCapacity(8)
         var effects: [Effect] = []
         effects.reserveCapacity(8)
-        // The next touch-down or lift, worked out at the end of a wake-up that reached the engine (Engine+TouchPlan.swift);
-        // good for the next input only if nothing reaches the engine before it.
-        var touchPlan: TouchPlan?
         while true {
-            // Whether this wake-up reached the engine: then the plan is dropped, and made again at its end. A wake-up
-            // for the watchdog or a second instance's question keeps it (and costs no planning).
-            var reachedEngine = false
             pingWatchdogIfDue()
-            let wait = timeout()
-            StepTimes.sleeping()
-            let ready = waiting.wait(timeout: wait)
-            StepTimes.mark(.woke)
+            let ready = waiting.wait(timeout: timeout())
             wokeAt = monotonicMicroseconds()
             if ready.count < 0 && errno != EINTR {
                 logger.critical("epoll_wait failed: \(LibinputContext.errnoText())")
@@ -184,13 +175,9 @@ final class Daemon {
             }
             // Before the input that woke us: it may be the release of a finger that lifted while the system slept.
             if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
-                touchPlan = nil
-                reachedEngine = true
                 perform(engine.resumed(afterSleeping: asleep, now: wokeAt))
             }
             if ready.contains(1) {
-                touchPlan = nil
-                reachedEngine = true
                 var stop = false
                 var reload = false
                 for signal in signals.drain() {
@@ -203,34 +190,16 @@ final class Daemon {
                 }
             }
             if ready.contains(0) {
-                reachedEngine = true
-                StepTimes.mark(.inputBegins)
                 input.dispatch(into: &events)
-                StepTimes.mark(.decoded)
-                if let plan = touchPlan, engine.answer(plan, taking: &events) {
-                    // The planned frame's messages go first; the engine handles the frame after they have gone.
-                    StepTimes.markAnswered(lift: plan.isLift)
-                    StepTimes.mark(.performed)
-                    sendAnswered()
-                    engine.settle(now: wokeAt, into: &effects)
-                    perform(taking: &effects)
-                } else {
-                    engine.handle(taking: &events, now: wokeAt, into: &effects)
-                    StepTimes.mark(.engineDone)
-                    perform(taking: &effects)
-                    StepTimes.mark(.performed)
-                    // At once, before the loop's other work: a tap's message is what the kiosk app waits for (issue
-                    // 17).
-                    handOver()
-                }
-            }
-            // A grab that waits for contacts to lift (filter mode): the panel's events, the lift among them, woke us.
-            if engine.filterWaits, ready.contains(0) {
-                touchPlan = nil
-                perform(engine.retryWaitingGrabs())
+                engine.handle(taking: &events, now: wokeAt, into: &effects)
+                perform(taking: &effects)
+                // At once, before the loop's other work: a tap's message is what the kiosk app waits for.
+                handOver()
+                // A grab that waits for contacts to lift (filter mode): the panel's events, the lift among them, woke
+                // us.
+                if engine.filterWaits { perform(engine.retryWaitingGrabs()) }
             }
             if let index = monitorIndex, ready.contains(index) {
-                reachedEngine = true
                 // An input device came or went. libinput got the same uevent at the same moment: dispatch it first so
                 // that a device it takes is known before the comparison.
                 input.drainMonitor()
@@ -240,20 +209,11 @@ final class Daemon {
             // A second instance asked who holds the seat (it read our pid from the connection).
             if let index = lockIndex, ready.contains(index) { instanceLock?.drain() }
             // After the input, so that a request sees the touches that came with it.
-            if let index = controlIndex, ready.contains(index) {
-                reachedEngine = true
-                handleControlNotes()
-            }
-            // The clock only when something can be due: in the test guest a clock read is a system call and a device
-            // access, and this one follows a tap's send on every wake-up (issue 17).
-            if engine.nextDeadline != nil {
-                reachedEngine = true
-                perform(engine.advance(to: monotonicMicroseconds()))
-            }
+            if let index = controlIndex, ready.contains(index) { handleControlNotes() }
+            // The clock only when something can be due.
+            if engine.nextDeadline != nil { perform(engine.advance(to: monotonicMicroseconds())) }
             // What this wake-up's device changes, control notes and deadlines caused.
             handOver()
-            // After everything else, while the loop would wait anyway: nothing when more than one finger is down.
-            if reachedEngine { touchPlan = engine.planTouch() }
         }
     }
 
@@ -333,25 +293,6 @@ final class Daemon {
         }
     }
 
-    /// Sends the deliveries of the frame the engine answered from its plan (Engine+TouchPlan.swift), with the frame's
-    /// contact, point and time: when they all go to socket targets, straight to the socket sender, which writes each
-    /// message from its template; otherwise through the outboxes, as the engine's other deliveries go.
-    private func sendAnswered() {
-        let planned = engine.answeredDeliveries
-        let substitution = engine.answeredSubstitution
-        if planned.socketOnly {
-            let lowered = !planned.items.isEmpty && sendYield.lower()
-            executors.sockets.submit(planned: planned.items, substituting: substitution)
-            if lowered { restoreAfterSend() }
-            for _ in planned.items.indices { inputTimes.append(substitution.time) }
-        } else {
-            for item in planned.items {
-                file(substitution.apply(to: item.delivery), to: item.executor, fromInput: true)
-            }
-        }
-        handOver()
-    }
-
     /// Files a delivery in its executor's outbox for the hand-over, with its time when input caused it.
     private func file(_ delivery: consuming ActionDelivery, to executor: ExecutorKind, fromInput: Bool) {
         // The time first: then the delivery's last use is the append, which takes it without a copy.
@@ -376,7 +317,6 @@ final class Daemon {
         }
         // The figures of what input caused: also of an answered frame's messages, which the socket sender took straight.
         if !inputTimes.isEmpty {
-            StepTimes.wakeUpHandedOver(kernelToPoll: inputTimes.first.map { wokeAt.saturatingSubtract($0) })
             let now = monotonicMicroseconds()
             for time in inputTimes {
                 processing.record(now.saturatingSubtract(time))
@@ -482,7 +422,6 @@ final class Daemon {
             latency["input_thread_voluntary_switches"] = "\(usage.ru_nvcsw)"
             latency["input_thread_involuntary_switches"] = "\(usage.ru_nivcsw)"
         }
-        if let steps = StepTimes.summary { latency["step_times"] = "\(steps)" }
         logger.info("processing latency", metadata: latency)
         let statistics = engine.statistics
         logger.info(
@@ -492,8 +431,6 @@ final class Daemon {
                 "unhandled_actions": "\(statistics.unhandledActions)",
                 "contacts_over_limit": "\(statistics.contactsOverLimit)",
                 "reloads": "\(statistics.reloads)", "reload_failures": "\(statistics.reloadFailures)",
-                "touches_answered": "\(statistics.touchesAnswered)",
-                "touch_plan_mismatches": "\(statistics.touchPlanMismatches)",
                 "libinput_lost_event_warnings": "\(input?.lostEventWarnings ?? 0)",
             ])
         logTargetStatistics()
