@@ -98,14 +98,6 @@ struct GestureProgress: Hashable, Sendable {
 
     // MARK: - Facts
 
-    /// Whether the first touch of a sequence, going down at `start`, fails the recognizer at once: what
-    /// ``touchDown(_:at:for:)`` answers for it, asked without changing anything (the scene's quick lane asks first).
-    static func failsFirstTouch(at start: Point, for recognizer: Rules) -> Bool {
-        guard recognizer.fingers >= 1 else { return true }
-        guard case .swipe(let swipe) = recognizer.kind else { return false }
-        return swipe.startsOffEdge(start)
-    }
-
     /// A touch went down in the recognizer's region while it is possible.
     mutating func touchDown(
         _ touch: GestureTouch, at now: Instant, for recognizer: Rules

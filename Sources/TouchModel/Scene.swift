@@ -102,11 +102,6 @@ public struct Scene: Sendable {
     var movesLaterInFrame: SmallSet<TouchSerial> = []
     /// What the application beneath touchd sees (filter mode; SceneApp.swift).
     var app = AppView()
-    /// Whether a plain tap's frames may take the quick lane (SceneQuickLane.swift): always, but for the tests that
-    /// compare it with the general path.
-    var usesQuickLane = true
-    /// How many frames the quick lane took: work counted, so that a test can tell that it ran.
-    public internal(set) var quickFrames = 0
 
     /// Builds a scene, or throws every inconsistency at once: duplicate ids, unknown parents,
     /// groups, screens, controls, recognizers or targets, parent cycles, invalid shapes, explicit
@@ -314,7 +309,6 @@ public struct Scene: Sendable {
     /// where the caller keeps it, so that a caller with one output for every frame makes and frees no array per frame.
     public mutating func handle(_ frame: Frame, into output: inout Output) {
         output.removeAllKeepingCapacity()
-        if usesQuickLane && handleQuickly(frame, into: &output) { return }
         begin(at: frame.time, into: &output)
         if !recognizers.isEmpty {
             movesLaterInFrame = []

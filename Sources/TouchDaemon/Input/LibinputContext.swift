@@ -16,8 +16,7 @@ struct InputError: Error, CustomStringConvertible, Sendable {
 /// ``DeviceInfo`` values at DEVICE_ADDED; each event is decoded and destroyed inside ``dispatch()``; contacts are keyed
 /// by seat slot; libinput's fd is never closed here (libinput owns it); devices are opened read-only and never grabbed.
 ///
-/// Not thread-safe: one thread (touchd's input thread) creates it, dispatches it and lets it go. The maps a touch event
-/// reads are `@exclusivity(unchecked)` for that reason: no runtime access check between a touch and its message.
+/// Not thread-safe: one thread (touchd's input thread) creates it, dispatches it and lets it go.
 final class LibinputContext {
     private let udev: OpaquePointer
     private let libinput: OpaquePointer
@@ -25,16 +24,16 @@ final class LibinputContext {
     /// The descriptors touchd opened for libinput, and the twins' nodes it must never open (filter mode).
     let nodes: DeviceNodes
     /// Filter mode: the grabbed touchscreens and their twins, by touchd's device id.
-    @exclusivity(unchecked) var filtered: SmallMap<Int, (evdev: OpaquePointer, twin: Twin)> = [:]
+    var filtered: SmallMap<Int, (evdev: OpaquePointer, twin: Twin)> = [:]
     /// A udev monitor of the input subsystem, for diagnostics only: libinput has its own, but says nothing about a
     /// touchscreen it refuses (fault-cases.md D12), so touchd watches for input devices coming and going and compares
     /// udev's touchscreens with libinput's. Nil when it could not be set up (touch input works the same without it).
     private let monitor: OpaquePointer?
     /// The devices libinput announced and has not removed yet, each holding one reference.
-    @exclusivity(unchecked) private(set) var devices: SmallMap<OpaquePointer, DeviceInfo> = [:]
+    private(set) var devices: SmallMap<OpaquePointer, DeviceInfo> = [:]
     /// Each of `devices`' ids alone: a touch event needs only that, and copying a whole `DeviceInfo` per event cost
     /// more than decoding it.
-    @exclusivity(unchecked) private var deviceIDs: SmallMap<OpaquePointer, Int> = [:]
+    private var deviceIDs: SmallMap<OpaquePointer, Int> = [:]
     private var nextDeviceID = 1
 
     /// The seat whose devices this context reads.

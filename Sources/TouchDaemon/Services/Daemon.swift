@@ -9,48 +9,42 @@ import TouchModel
 /// what happened, hands it to the engine with the time, and performs the engine's effects: actions go to the
 /// executors (socket sends, commands) on their own threads, control messages to the control server, lines to the
 /// log, statuses to systemd. The decisions are the engine's; this file only does what they say.
-///
-/// The properties the loop changes on every touch are `@exclusivity(unchecked)`: only the input thread touches them,
-/// and never through overlapping accesses (each is read or changed by one statement at a time; `perform` walks the
-/// effects it is given, never a property). Checked, each access was a call into the runtime's access set on the path
-/// from a touch to its message, which in the emulated test guest costs more than the work itself (issue 17,
-/// docs/performance.md). The daemon is made and run on the input thread (`Run`), so no other thread ever sees them.
 final class Daemon {
     private let configurationPath: String
     /// `--strict-permissions`: a reload refuses a file others can change, as the start did.
     private let strictPermissions: Bool
-    @exclusivity(unchecked) private(set) var engine: Engine
+    private(set) var engine: Engine
     let logger: Logger
     private let notifier: Notifier
     /// Socket targets and commands.
     let executors: Executors
-    @exclusivity(unchecked) var input: LibinputContext?
+    var input: LibinputContext?
     /// From each frame's libinput timestamp to its actions being handed to their executor.
-    @exclusivity(unchecked) private(set) var processing = LatencyHistogram()
+    private(set) var processing = LatencyHistogram()
     /// The part of `processing` spent inside touchd: from `poll` returning to the actions being handed over. The rest
     /// is the kernel and the scheduler waking the input thread.
-    @exclusivity(unchecked) private(set) var handling = LatencyHistogram()
+    private(set) var handling = LatencyHistogram()
     /// When `poll` last returned.
-    @exclusivity(unchecked) private var wokeAt: UInt64 = 0
+    private var wokeAt: UInt64 = 0
     /// Deliveries of the current batch for socket targets and for commands, handed over together by ``handOver()``.
-    @exclusivity(unchecked) private var socketOutbox: [ActionDelivery] = []
-    @exclusivity(unchecked) private var commandOutbox: [ActionDelivery] = []
+    private var socketOutbox: [ActionDelivery] = []
+    private var commandOutbox: [ActionDelivery] = []
     /// The libinput times of the batch's deliveries that input caused, for the processing-time figures.
-    @exclusivity(unchecked) private var inputTimes: [UInt64] = []
-    @exclusivity(unchecked) private var nextWatchdog: UInt64?
+    private var inputTimes: [UInt64] = []
+    private var nextWatchdog: UInt64?
     /// The control socket's server; nil when `[control_socket] enabled = false` or it could not be set up.
     let control: (any ControlChannel)?
     /// Responses and events for the control socket, handed over with the batch's deliveries.
-    @exclusivity(unchecked) private var controlOutbox: [ControlMessage] = []
+    private var controlOutbox: [ControlMessage] = []
     /// Control clients that asked for a reload in this batch: one reload answers them all.
-    @exclusivity(unchecked) private var reloadRequesters: [ControlRequester] = []
+    private var reloadRequesters: [ControlRequester] = []
     /// Frames that could not be written to a twin (filter mode), for the log's rate limit.
-    @exclusivity(unchecked) private var forwardFailures = 0
+    private var forwardFailures = 0
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
-    @exclusivity(unchecked) private var suspendWatch = SuspendWatch()
+    private var suspendWatch = SuspendWatch()
     /// Whether the input thread sends under SCHED_IDLE, so that the target it wakes runs at once on its CPU
     /// (SendYield.swift); found when the loop starts.
-    @exclusivity(unchecked) private var sendYield = SendYield.off
+    private var sendYield = SendYield.off
     /// `touchd run --yield-on-send` turns the yield on (it is off by default).
     private let yieldOnSend: Bool
     /// When the daemon started (monotonic microseconds), for `stats`.
