@@ -4,7 +4,7 @@
 /// The scene resolves every entry when it is built and again after each change that could change an answer (a target
 /// added or removed, an entry added or removed, another screen shown), not on every event: an event then neither looks
 /// a target up by name nor walks the responder chain, and its ``ResolvedAction`` carries this one reference instead of
-/// four strings (issue 17). An entry whose answer did not change keeps its binding, so a caller may recognise a
+/// four strings. An entry whose answer did not change keeps its binding, so a caller may recognise a
 /// binding it has seen by identity (`===`); equality compares the names.
 public final class ActionBinding: Hashable, Sendable, CustomStringConvertible {
     /// The id of the sender: a control, or a gesture recognizer.

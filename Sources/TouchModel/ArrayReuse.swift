@@ -3,8 +3,7 @@ extension Array {
     ///
     /// `removeAll(keepingCapacity: true)` does the same through `replaceSubrange`, a general routine specialized per
     /// element type: about 250 instructions to empty an array of one element, and one more function per type on a
-    /// touch's path. Taking the elements off the end is one move and one destruction each (issue 17: in the emulated
-    /// test guest each distinct function a wake-up runs costs time of its own).
+    /// touch's path. Taking the elements off the end is one move and one destruction each.
     ///
     /// An empty array, as most are by then (the scene's diagnostics, the entries the engine drained), costs a test and
     /// no call: the loop is a function of its own, one per element type, and only a non-empty array runs it.

@@ -77,20 +77,20 @@ struct GestureProgress: Hashable, Sendable {
         guard let centre = centroid else { return }
         lastCentroid = centre
         // Only a pan's events report a translation and only a pinch's a scale (Scene.sendGesture): the other kinds do
-        // not work them out on every touch (issue 17).
+        // not work them out on every touch.
         switch kind {
         case .pan: lastTranslation = translation
         case .pinch: lastScale = scale
         case .tap, .longPress, .swipe: break
         }
         // In place rather than `contacts` (a new array on every touch of every recognizer that watches it): the
-        // array is the recognizer's alone again once the events that carried the last one are handled (issue 17).
+        // array is the recognizer's alone again once the events that carried the last one are handled.
         lastContacts.removeAllKeepingCapacity()
         for touch in down { lastContacts.append(touch.contact) }
     }
 
     /// What the rules below read of a recognizer: its finger count and kind, plain values. Passing these instead of the
-    /// whole recognizer (its id, actions and chain) spares a copy of it on every touch (issue 17).
+    /// whole recognizer (its id, actions and chain) spares a copy of it on every touch.
     struct Rules {
         var fingers: Int
         var kind: GestureRecognizer.Kind
@@ -189,7 +189,7 @@ struct GestureProgress: Hashable, Sendable {
     ) -> GestureRecognizer.Input? {
         guard let index = down.firstIndex(where: { $0.serial == serial }) else { return nil }
         // A finished recognizer sends nothing more before it resets, so what it last saw is not read again: on every
-        // lift of a touch that a recognizer failed at its touch-down, nothing to note (issue 17).
+        // lift of a touch that a recognizer failed at its touch-down, nothing to note.
         if !state.isFinished { note(for: recognizer.kind) }
         down.remove(at: index)
         switch state {
@@ -244,7 +244,7 @@ struct GestureProgress: Hashable, Sendable {
     ///
     /// Field by field, in place: the arrays are emptied with their room kept rather than made anew (a recognizer resets
     /// after every touch sequence, and fresh arrays would be made and grown again on its next touch), and no whole
-    /// progress is made, copied and destroyed around them (issue 17). `GestureProgressTests` checks that the result
+    /// progress is made, copied and destroyed around them. `GestureProgressTests` checks that the result
     /// equals a new progress after every kind of sequence, so a field added above and forgotten here fails there.
     mutating func reset() {
         down.removeAllKeepingCapacity()

@@ -67,7 +67,7 @@ public struct GestureEventRecord: Hashable, Sendable {
 /// An action resolved to where it goes.
 ///
 /// Who sent it and who handles it are one shared ``ActionBinding``, the scene's resolution of the entry that fired: a
-/// copy of the action is one reference, not four strings (issue 17). The names read and write through it; setting one
+/// copy of the action is one reference, not four strings. The names read and write through it; setting one
 /// gives this action a binding of its own.
 public struct ResolvedAction: Hashable, Sendable {
     public var time: Instant

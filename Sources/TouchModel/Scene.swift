@@ -72,7 +72,7 @@ public struct Scene: Sendable {
     /// ``Output/Entry/gesture(_:)``), as they are unless a caller turns it off. The actions they fire are written
     /// either way, and the output counts the events either way (``Output/controlEventCount``). The daemon turns it
     /// off while nothing reads the records (no debug lines, no observer, no watcher): building, moving and freeing
-    /// them was a large part of a tap's work (issue 17).
+    /// them was a large part of a tap's work.
     public var recordsEvents = true
     /// The time of the latest call.
     public internal(set) var now: Instant = .zero
@@ -508,7 +508,7 @@ public struct Scene: Sendable {
 
     /// The lift of the tracked contact: the table's events, then the kind's.
     mutating func lift(_ index: Int, contact: ContactID, at location: Point, into output: inout Output) {
-        // What the lift decides on, as it is now: the kind and the value, not a copy of the whole control (issue 17).
+        // What the lift decides on, as it is now: the kind and the value, not a copy of the whole control.
         // The shape is still copied once, as the argument below; it does not change while the contact lifts.
         let kind = slots[index].control.kind
         let value = slots[index].control.value
@@ -608,7 +608,7 @@ public struct Scene: Sendable {
                         time: now, control: slots[index].control.id, event: event, contact: contact,
                         location: location, state: state(at: index), value: value)))
         }
-        // Resolved when the scene last changed: no target looked up by name, no chain walked (issue 17).
+        // Resolved when the scene last changed: no target looked up by name, no chain walked.
         let entries = slots[index].control.actions.entries
         for entry in entries.indices where !entries[entry].events.isDisjoint(with: event) {
             fire(
@@ -807,7 +807,7 @@ public struct Scene: Sendable {
                 stuck.append(index)
             }
         }
-        // Nothing is stuck on almost every frame: no sort (one more function on every frame's path, issue 17).
+        // Nothing is stuck on almost every frame: no sort (one more function on every frame's path).
         guard !stuck.isEmpty else { return }
         for index in stuck.sorted() {
             cancelTracking(index, reason: .stuck, into: &output)

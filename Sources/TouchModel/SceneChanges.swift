@@ -48,7 +48,7 @@ extension Scene {
     public var contactCount: Int { contacts.count }
 
     func state(at index: Int) -> Control.State {
-        // Field by field, not a copy of the slot: this runs for every event (issue 17).
+        // Field by field, not a copy of the slot: this runs for every event.
         var state: Control.State = []
         if slots[index].tracker.isHighlighted || slots[index].holdsHighlight { state.insert(.highlighted) }
         if !slots[index].control.isEnabled { state.insert(.disabled) }

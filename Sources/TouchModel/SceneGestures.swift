@@ -115,7 +115,7 @@ extension Scene {
     mutating func gesturesTouchLifted(_ serial: TouchSerial, into output: inout Output) {
         movesLaterInFrame.remove(serial)
         for index in recognizers.indices where recognizers[index].progress.holds(serial) {
-            // The state and the rules, not a copy of the whole slot: this runs on every lift (issue 17).
+            // The state and the rules, not a copy of the whole slot: this runs on every lift.
             let state = recognizers[index].state
             let rules = recognizers[index].recognizer.rules
             if let input = recognizers[index].progress.touchLifted(serial, at: now, in: state, for: rules) {

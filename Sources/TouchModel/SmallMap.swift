@@ -5,7 +5,7 @@
 /// does each through the standard library's hashing (`Hasher`), probing, insertion, deletion and resizing, each
 /// specialized per key and value type. A tap ran several dozen distinct such functions. In the emulated test guest
 /// every distinct function a wake-up runs costs about a microsecond the first time (docs/performance.md), so they
-/// made up much of touchd's latency against `libinput debug-events` (issue 17). A linear search over at most a few
+/// made up much of touchd's latency against `libinput debug-events`. A linear search over at most a few
 /// dozen keys is one small loop, inlined where it is used. swift-collections' `OrderedDictionary` searches small
 /// tables linearly too, but `TouchModel` imports the standard library only.
 ///

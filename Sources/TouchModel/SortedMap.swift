@@ -3,8 +3,8 @@
 ///
 /// Why not `Dictionary` or `Set`: every lookup of a `String` key hashes it (`Hasher`, the string's hashing, the
 /// table's probing), which is a dozen distinct functions on the path from a touch to its message, and in the emulated
-/// test guest each distinct function a wake-up runs costs about a microsecond the first time (docs/performance.md,
-/// issue 17). A bisection is one small loop of comparisons, which the path already runs. Why not ``SmallMap``: its
+/// test guest each distinct function a wake-up runs costs about a microsecond the first time.
+/// A bisection is one small loop of comparisons, which the path already runs. Why not ``SmallMap``: its
 /// linear search would make checking a large configuration quadratic. Lookups take O(log n) comparisons; an insertion
 /// or a removal moves O(n) entries, which only configuration changes do.
 public struct SortedMap<Key: Comparable, Value> {

@@ -59,8 +59,8 @@ struct TouchRouterTests {
         #expect(router.activeContacts == [1])
     }
 
-    /// The router lends a device's array of samples to the frame that carries them and reuses it for the next batch
-    /// (issue 17): a frame that is kept must not change, and each batch holds only its own samples.
+    /// The router lends a device's array of samples to the frame that carries them and reuses it for the next batch:
+    /// a frame that is kept must not change, and each batch holds only its own samples.
     @Test func aKeptFrameKeepsItsSamplesWhileTheNextBatchIsRead() {
         var router = TouchRouter(output: Self.output, allowList: [])
         _ = router.handle(.deviceAdded(Self.device(1)), now: 0)

@@ -2,7 +2,7 @@ import Testing
 
 @testable import TouchModel
 
-/// The scene resolves each target-action entry when it changes, not on every event (issue 17): these check that what it
+/// The scene resolves each target-action entry when it changes, not on every event: these check that what it
 /// keeps is always what the declarations say now, that an event's action carries the kept binding, and that an entry
 /// whose answer did not change keeps its binding object.
 @Suite("Action bindings")

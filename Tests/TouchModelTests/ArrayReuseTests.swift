@@ -2,7 +2,7 @@ import Testing
 
 @testable import TouchModel
 
-/// The two ways the input path empties its per-frame arrays (issue 17): every element once, in order, the room kept.
+/// The two ways the input path empties its per-frame arrays: every element once, in order, the room kept.
 @Suite("Arrays emptied for reuse")
 struct ArrayReuseTests {
     /// A reference, so that a test can see whether anything but the element it was handed still holds it.

@@ -2,7 +2,7 @@ import Testing
 
 @testable import TouchModel
 
-/// A recognizer's progress between resets: `reset()` clears it field by field (issue 17), so these sequences fill every
+/// A recognizer's progress between resets: `reset()` clears it field by field, so these sequences fill every
 /// field a kind uses and check that a reset leaves exactly a new progress.
 @Suite("Gesture progress")
 struct GestureProgressTests {

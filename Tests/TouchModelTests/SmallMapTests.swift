@@ -3,7 +3,7 @@ import Testing
 
 @testable import TouchModel
 
-/// SmallMap and SmallSet replace Dictionary and Set on the input path (issue 17): they must answer exactly as those
+/// SmallMap and SmallSet replace Dictionary and Set on the input path: they must answer exactly as those
 /// would, whatever the sequence of operations, and keep insertion order.
 @Suite("SmallMap and SmallSet against Dictionary and Set")
 struct SmallMapTests {

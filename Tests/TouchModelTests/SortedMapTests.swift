@@ -3,7 +3,7 @@ import Testing
 
 @testable import TouchModel
 
-/// SortedMap and SortedSet replace Dictionary and Set for the scene's targets and a target's actions (issue 17): they
+/// SortedMap and SortedSet replace Dictionary and Set for the scene's targets and a target's actions: they
 /// must answer exactly as those would, whatever the sequence of operations, and keep their keys in ascending order.
 @Suite("SortedMap and SortedSet against Dictionary and Set")
 struct SortedMapTests {

@@ -36,7 +36,7 @@ struct SocketTargetSenderError: Error, CustomStringConvertible {
 /// The fast path is the caller's own thread: when a target is connected and idle (nothing queued, nothing being
 /// written, the socket not full, the connection proven by a message sent since it was made), `submit` writes the
 /// message itself with one non-blocking `send` and wakes nobody, so a tap's message leaves touchd in the same loop
-/// turn as the input that caused it (issue 17: the hand-over to the sender thread cost a thread wake-up per batch).
+/// turn as the input that caused it: the hand-over to the sender thread would cost a thread wake-up per batch.
 /// Everything else goes through the sender thread: it owns every socket, connects and reconnects them, writes the
 /// backlog, and waits in `poll` on them and on a wake-up socket; it sleeps without a timeout while nothing is queued
 /// and every target is connected or waiting for something to send. Each target has a bounded queue that drops its
@@ -144,7 +144,7 @@ final class SocketTargetSender: Sendable {
     /// datagram). Either way direct sends to that target stop until the sender thread opens them again.
     ///
     /// Each delivery looks its target up once in the entries and once in the counters: this runs on the input
-    /// thread between a touch and its message (issue 17).
+    /// thread between a touch and its message.
     func submit(_ deliveries: [ActionDelivery]) {
         let wake = core.state.withLock { state -> Bool in
             var wake = false
@@ -302,7 +302,7 @@ final class SocketSenderCore: Sendable {
     }
 
     struct State: Sendable {
-        /// Per configured target. Searched by name on the input thread for every message: no hashing there (issue 17).
+        /// Per configured target. Searched by name on the input thread for every message: no hashing there.
         var entries: SmallMap<String, Entry> = [:]
         /// Per target name, including targets since removed.
         var statistics: SmallMap<String, SocketTargetStatistics> = [:]

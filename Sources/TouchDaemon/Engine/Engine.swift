@@ -18,7 +18,7 @@ enum Effect: Sendable {
     /// Tell systemd something (sd_notify).
     case notify(Notification)
     /// A reload was taken: hand over what is pending under the old targets, then configure the executors for these.
-    /// Boxed: a configuration is larger than any other payload, and inline it made every effect as large (issue 17).
+    /// Boxed: a configuration is larger than any other payload, and inline it made every effect as large.
     indirect case configureExecutors(Configuration)
     /// The scene's output as it came, for an observer (`touchd simulate` prints it); only when the engine was made
     /// with `observesOutput`. `time` is the input's or the deadline's time.
@@ -163,7 +163,7 @@ struct Engine {
     /// ``handle(_:now:)`` taking the events out of `events`, which it leaves empty with its room kept, and appending
     /// to `effects`: the input loop's way, with one array of events and one of effects kept for every batch. Each
     /// event, each router note and each scene output is moved from one step to the next, never copied: a copy of one
-    /// of these enums is a call to its copy witness, a switch over every case (issue 17).
+    /// of these enums is a call to its copy witness, a switch over every case.
     mutating func handle(taking events: inout [InputEvent], now: UInt64, into effects: inout [Effect]) {
         // The router's notes go into one array kept between batches, taken out of the engine while it is read (the
         // loop below changes the engine).
@@ -493,7 +493,7 @@ struct Engine {
         deliver(taking: &output, at: time, device: device, fromInput: fromInput, now: now, into: &effects)
     }
 
-    /// ``deliver(_:at:device:fromInput:now:into:)`` taking the entries out of `output` (moved, not copied: issue 17),
+    /// ``deliver(_:at:device:fromInput:now:into:)`` taking the entries out of `output` (moved, not copied),
     /// which keeps its room for the next frame.
     mutating func deliver(
         taking output: inout Output, at time: Instant, device: String?, fromInput: Bool, now: UInt64,

@@ -9,7 +9,7 @@ import TouchModel
 /// `[output]`'s for the devices it matches (docs/configuration.md, "Rotation and calibration").
 struct CoordinateMapper: Hashable, Sendable {
     /// The calibration's six coefficients, held inline: a mapper is copied out of the router's table on every touch
-    /// event, and an array would be retained and released with each copy (issue 17). Nil when the configured matrix
+    /// event, and an array would be retained and released with each copy. Nil when the configured matrix
     /// does not have six entries (the loader refuses such a matrix; a mapper made from one maps nothing).
     private var affine: Affine?
     var rotation: Configuration.Rotation

@@ -77,7 +77,7 @@ struct TouchEvent: Hashable, Sendable {
 /// What the input layer hands to the daemon, in the order libinput reported it.
 enum InputEvent: Hashable, Sendable {
     /// Boxed: a device's description is larger than a touch event, and inline it made every event as large, on every
-    /// touch's path (issue 17).
+    /// touch's path.
     indirect case deviceAdded(DeviceInfo)
     case deviceRemoved(id: Int)
     case touch(TouchEvent)

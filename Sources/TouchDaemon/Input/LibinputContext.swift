@@ -177,7 +177,7 @@ final class LibinputContext {
     }
 
     /// ``dispatch()`` appending to `events`: the input loop's way, with one array kept for every wake-up, so that a
-    /// touch's path makes and frees no array of events (issue 17).
+    /// touch's path makes and frees no array of events.
     func dispatch(into events: inout [InputEvent]) {
         let droppedBefore = relay.synDropped.load(ordering: .relaxed)
         if libinput_dispatch(libinput) != 0 {

@@ -9,7 +9,7 @@ struct TouchRouter {
     enum Note: Hashable, Sendable {
         /// A frame for the scene; `device` is the sysname of the touchscreen it came from. The name alone, not the
         /// device's whole description: a frame is on every touch's path, and copying a ``DeviceInfo`` (strings and
-        /// arrays) out of the note was a witness of its own there (issue 17).
+        /// arrays) out of the note was a witness of its own there.
         case frame(Frame, device: String)
         /// A touchscreen that will be used. (The device notes are boxed: inline, a device's description made every
         /// note as large, frames included.)
@@ -47,7 +47,7 @@ struct TouchRouter {
 
     /// A device's samples since its last frame. The array is lent to the frame that carries them (`sent`) and emptied,
     /// keeping its room, when the device's next sample comes: by then the frame has been handled and the array is the
-    /// router's alone again, so a touch's path makes and frees no array per frame (issue 17). Had the frame been kept,
+    /// router's alone again, so a touch's path makes and frees no array per frame. Had the frame been kept,
     /// emptying would copy the array first: a lent array never changes under its frame.
     private struct PendingSamples {
         var samples: [ContactSample]
@@ -102,7 +102,7 @@ struct TouchRouter {
     }
 
     /// Appends what `event` caused to `notes`: the input loop's way, with one array kept for every event, so that a
-    /// touch event (which most often causes nothing until its frame) makes and frees no array (issue 17).
+    /// touch event (which most often causes nothing until its frame) makes and frees no array.
     mutating func handle(_ event: InputEvent, now: UInt64, into notes: inout [Note]) {
         switch event {
         case .deviceAdded(let info):

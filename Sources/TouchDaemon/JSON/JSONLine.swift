@@ -2,7 +2,7 @@
 /// their documented fields first), for JSON Lines output.
 ///
 /// The text is built as UTF-8 bytes: every socket target message is one of these, built on the input thread between a
-/// touch and its message leaving (issue 17), and appending bytes costs a fraction of appending to a `String` scalar by
+/// touch and its message leaving, and appending bytes costs a fraction of appending to a `String` scalar by
 /// scalar.
 struct JSONLine {
     private var text: [UInt8]

@@ -4,8 +4,7 @@ import Glibc
 /// The input loop's wait on its descriptors: one epoll instance that holds them all, so that a wake-up returns from
 /// one `epoll_wait` that looks only at what is ready. `poll(2)` on the loop's five descriptors asked each of them again
 /// on every wake-up and unhooked five wait queues before returning: in the test guest about 13 µs more between a touch
-/// waking the input thread and its `poll` returning than the floor daemon's one descriptor (issue 17,
-/// docs/performance.md "Eighteenth pass").
+/// waking the input thread and its `poll` returning than the floor daemon's one descriptor.
 final class ReadyWait {
     /// What the wait says: how many descriptors are ready (0 on a timeout, -1 on an error, with `errno`), and which
     /// (bit `i`: the `i`th descriptor given to ``init(_:)``).

@@ -2,7 +2,7 @@ import CLinux
 import Glibc
 
 /// The input thread's send, made under SCHED_IDLE, so that the target it wakes runs at once on the input thread's own
-/// CPU (issue 17, docs/performance.md "Nineteenth pass").
+/// CPU. Off unless `touchd run --yield-on-send` asks for it (docs/performance.md says what it costs).
 ///
 /// A message on a Unix socket wakes the target's reader with a "sync" wake-up. Linux then puts the reader on the
 /// sender's CPU only if that CPU counts as idle; otherwise on the CPU it last ran on, when that one idles, which is a

@@ -154,7 +154,7 @@ final class Daemon {
             return 71  // EX_OSERR
         }
         // One array of events and one of effects for every wake-up, emptied with their room kept: a touch's path
-        // makes and frees neither (issue 17).
+        // makes and frees neither.
         var events: [InputEvent] = []
         events.reserveCapacity(8)
         var effects: [Effect] = []
@@ -216,7 +216,7 @@ final class Daemon {
         // No array for two optionals: this runs before every poll.
         var deadline = engine.nextDeadline?.microseconds
         if let watchdog = nextWatchdog { deadline = Swift.min(deadline ?? watchdog, watchdog) }
-        // No deadline, no clock read (one fewer system call per wake-up in the test guest: issue 17).
+        // No deadline, no clock read (one fewer system call per wake-up).
         guard let deadline else { return -1 }
         return pollTimeout(until: deadline, now: monotonicMicroseconds())
     }
@@ -239,7 +239,7 @@ final class Daemon {
 
     /// ``perform(_:)`` taking the effects out of `effects`, which it leaves empty with its room kept: the input loop's
     /// way. Each effect is moved out, never copied (a copy of an effect is a call to its copy witness, a switch over
-    /// every case, and a delivery's seven strings retained and released again: issue 17).
+    /// every case, and a delivery's seven strings retained and released again).
     private func perform(taking effects: inout [Effect]) {
         effects.drainInOrder { effect in perform(one: effect) }
     }

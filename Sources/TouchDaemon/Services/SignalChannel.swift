@@ -10,9 +10,8 @@ import Synchronization
 /// every socket write also passes MSG_NOSIGNAL.
 ///
 /// A thread that unblocks them anyway still cannot take the daemon down: a SIGHUP or SIGTERM delivered to such a
-/// thread (a library's helper thread; swift-subprocess's monitor, which touchd used for commands until issue 17,
-/// waited with an empty signal mask) would run the default action and end the process. The three signals therefore
-/// also have a handler, which forwards the signal with tgkill(2) to the thread that reads the signalfd
+/// thread (a library's helper thread, such as a process monitor that waits with an empty signal mask) would run the
+/// default action and end the process. The three signals therefore also have a handler, which forwards the signal with tgkill(2) to the thread that reads the signalfd
 /// (``receiveOnCurrentThread()``). That thread blocks them, so the forwarded signal stays pending and the signalfd
 /// reports it like any other.
 final class SignalChannel: Sendable {
