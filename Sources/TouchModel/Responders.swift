@@ -2,11 +2,15 @@
 /// needs its name and which actions it responds to (UIKit's `responds(to:)`).
 public struct Target: Hashable, Sendable {
     /// Which actions a target implements.
-    public enum Actions: Hashable, Sendable {
+    public struct Actions: Hashable, Sendable {
+        /// The names, sorted so that a frame checks them without hashing (``SortedSet``); nil for every action.
+        package var names: SortedSet<String>?
+
         /// Every action (a control-socket subscriber, for instance).
-        case all
-        /// Only these. Sorted, so that a frame checks it without hashing (``SortedSet``).
-        case only(SortedSet<String>)
+        public static let all = Actions(names: nil)
+
+        /// Only these.
+        public static func only(_ names: [String]) -> Actions { Actions(names: SortedSet(names)) }
     }
 
     public var name: String
@@ -18,15 +22,12 @@ public struct Target: Hashable, Sendable {
     }
 
     public init(name: String, respondsTo actions: [String]) {
-        self.init(name: name, actions: .only(SortedSet(actions)))
+        self.init(name: name, actions: .only(actions))
     }
 
     /// Whether this target implements `action`.
     public func responds(to action: String) -> Bool {
-        switch actions {
-        case .all: true
-        case .only(let names): names.contains(action)
-        }
+        actions.names?.contains(action) ?? true
     }
 }
 

@@ -73,7 +73,7 @@ public struct Scene: Sendable {
     /// either way, and the output counts the events either way (``Output/controlEventCount``). The daemon turns it
     /// off while nothing reads the records (no debug lines, no observer, no watcher): building, moving and freeing
     /// them was a large part of a tap's work.
-    public var recordsEvents = true
+    package var recordsEvents = true
     /// The time of the latest call.
     public internal(set) var now: Instant = .zero
 

@@ -4,41 +4,42 @@
 /// Why not `Dictionary`: a touch's frame looks up, inserts and removes a few such entries, and a `Dictionary` or `Set`
 /// does each through the standard library's hashing (`Hasher`), probing, insertion, deletion and resizing, each
 /// specialized per key and value type. A tap ran several dozen distinct such functions. In the emulated test guest
-/// every distinct function a wake-up runs costs about a microsecond the first time (docs/performance.md), so they
-/// made up much of touchd's latency against `libinput debug-events`. A linear search over at most a few
-/// dozen keys is one small loop, inlined where it is used. swift-collections' `OrderedDictionary` searches small
+/// every distinct function a wake-up runs costs about a microsecond the first time, so they made up much of touchd's
+/// latency against `libinput debug-events`. A linear search over at most a few dozen keys is one small loop, inlined
+/// where it is used: with it (and the other copies it spared) the scene benchmark went from 1,006 to 425 ns per
+/// sample. swift-collections' `OrderedDictionary` searches small
 /// tables linearly too, but `TouchModel` imports the standard library only.
 ///
 /// Meant for small maps: every operation is linear in `count`. Iteration is in insertion order (a removal keeps the
 /// others' order), which `Dictionary` does not promise: code that needs a particular order still sorts.
-public struct SmallMap<Key: Equatable, Value> {
+package struct SmallMap<Key: Equatable, Value> {
     @usableFromInline var storedKeys: [Key] = []
     @usableFromInline var storedValues: [Value] = []
 
-    @inlinable public init() {}
+    @inlinable package init() {}
 
     /// The keys, in insertion order.
-    @inlinable public var keys: [Key] { storedKeys }
+    @inlinable package var keys: [Key] { storedKeys }
     /// The values, in the order of ``keys``.
-    @inlinable public var values: [Value] { storedValues }
-    @inlinable public var count: Int { storedKeys.count }
-    @inlinable public var isEmpty: Bool { storedKeys.isEmpty }
+    @inlinable package var values: [Value] { storedValues }
+    @inlinable package var count: Int { storedKeys.count }
+    @inlinable package var isEmpty: Bool { storedKeys.isEmpty }
 
     /// The position of `key` in ``keys`` and ``values``, nil when absent.
     @inlinable @inline(__always)
-    public func index(forKey key: Key) -> Int? {
+    package func index(forKey key: Key) -> Int? {
         smallPosition(of: key, in: storedKeys)
     }
 
     /// The value at a position that ``index(forKey:)`` returned.
     @inlinable
-    public subscript(valueAt index: Int) -> Value {
+    package subscript(valueAt index: Int) -> Value {
         get { storedValues[index] }
         _modify { yield &storedValues[index] }
     }
 
     @inlinable
-    public subscript(key: Key) -> Value? {
+    package subscript(key: Key) -> Value? {
         get {
             guard let index = index(forKey: key) else { return nil }
             return storedValues[index]
@@ -58,7 +59,7 @@ public struct SmallMap<Key: Equatable, Value> {
     }
 
     @inlinable
-    public subscript(key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
+    package subscript(key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
         get {
             guard let index = index(forKey: key) else { return defaultValue() }
             return storedValues[index]
@@ -78,7 +79,7 @@ public struct SmallMap<Key: Equatable, Value> {
 
     /// Removes `key` and returns its value, nil when it was absent.
     @inlinable @discardableResult
-    public mutating func removeValue(forKey key: Key) -> Value? {
+    package mutating func removeValue(forKey key: Key) -> Value? {
         guard let index = index(forKey: key) else { return nil }
         let value = storedValues[index]
         remove(at: index)
@@ -86,14 +87,14 @@ public struct SmallMap<Key: Equatable, Value> {
     }
 
     @inlinable
-    public mutating func removeAll() {
+    package mutating func removeAll() {
         storedKeys.removeAllKeepingCapacity()
         storedValues.removeAllKeepingCapacity()
     }
 
     /// Removes the entries for which `shouldRemove` is true; the others keep their order.
     @inlinable
-    public mutating func removeAll(where shouldRemove: (Key, Value) throws -> Bool) rethrows {
+    package mutating func removeAll(where shouldRemove: (Key, Value) throws -> Bool) rethrows {
         var index = 0
         while index < storedKeys.count {
             if try shouldRemove(storedKeys[index], storedValues[index]) {
@@ -112,16 +113,16 @@ public struct SmallMap<Key: Equatable, Value> {
 }
 
 extension SmallMap: Sequence {
-    public typealias Element = (key: Key, value: Value)
+    package typealias Element = (key: Key, value: Value)
 
-    @inlinable public func makeIterator() -> PairedIterator<Key, Value> {
+    @inlinable package func makeIterator() -> PairedIterator<Key, Value> {
         PairedIterator(keys: storedKeys, values: storedValues)
     }
-    @inlinable public var underestimatedCount: Int { count }
+    @inlinable package var underestimatedCount: Int { count }
 }
 
 /// The entries of a map kept as two parallel arrays (``SmallMap``, ``SortedMap``), in their order.
-public struct PairedIterator<Key, Value>: IteratorProtocol {
+package struct PairedIterator<Key, Value>: IteratorProtocol {
     @usableFromInline let keys: [Key]
     @usableFromInline let values: [Value]
     @usableFromInline var index = 0
@@ -132,7 +133,7 @@ public struct PairedIterator<Key, Value>: IteratorProtocol {
     }
 
     @inlinable
-    public mutating func next() -> (key: Key, value: Value)? {
+    package mutating func next() -> (key: Key, value: Value)? {
         guard index < keys.count else { return nil }
         defer { index &+= 1 }
         return (keys[index], values[index])
@@ -142,7 +143,7 @@ public struct PairedIterator<Key, Value>: IteratorProtocol {
 extension SmallMap: ExpressibleByDictionaryLiteral {
     /// Later duplicates replace earlier ones, as assignment through the subscript does.
     @inlinable
-    public init(dictionaryLiteral elements: (Key, Value)...) {
+    package init(dictionaryLiteral elements: (Key, Value)...) {
         for (key, value) in elements { self[key] = value }
     }
 }
@@ -150,7 +151,7 @@ extension SmallMap: ExpressibleByDictionaryLiteral {
 extension SmallMap: Equatable where Value: Equatable {
     /// Equal when both hold the same keys with equal values, whatever their order.
     @inlinable
-    public static func == (lhs: SmallMap, rhs: SmallMap) -> Bool {
+    package static func == (lhs: SmallMap, rhs: SmallMap) -> Bool {
         guard lhs.count == rhs.count else { return false }
         for (key, value) in lhs {
             guard let other = rhs[key], other == value else { return false }
@@ -162,7 +163,7 @@ extension SmallMap: Equatable where Value: Equatable {
 extension SmallMap: Hashable where Key: Hashable, Value: Hashable {
     /// Independent of the order, as equality is.
     @inlinable
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         var combined = 0
         for (key, value) in self {
             var entry = Hasher()
@@ -192,22 +193,22 @@ func smallPosition<Element: Equatable>(of value: Element, in array: [Element]) -
 
 /// A set for the handful of elements that the input path keeps per frame, contact or gesture: an array searched from
 /// the front, in insertion order. Why not `Set`: see ``SmallMap``.
-public struct SmallSet<Element: Equatable> {
+package struct SmallSet<Element: Equatable> {
     @usableFromInline var elements: [Element] = []
 
-    @inlinable public init() {}
+    @inlinable package init() {}
 
-    @inlinable public var count: Int { elements.count }
-    @inlinable public var isEmpty: Bool { elements.isEmpty }
+    @inlinable package var count: Int { elements.count }
+    @inlinable package var isEmpty: Bool { elements.isEmpty }
 
     @inlinable @inline(__always)
-    public func contains(_ member: Element) -> Bool {
+    package func contains(_ member: Element) -> Bool {
         smallPosition(of: member, in: elements) != nil
     }
 
     /// Adds `member` unless it is there; true when it was added.
     @inlinable @discardableResult
-    public mutating func insert(_ member: Element) -> Bool {
+    package mutating func insert(_ member: Element) -> Bool {
         guard !contains(member) else { return false }
         elements.append(member)
         return true
@@ -215,42 +216,42 @@ public struct SmallSet<Element: Equatable> {
 
     /// Removes `member` and returns it, nil when it was absent.
     @inlinable @discardableResult
-    public mutating func remove(_ member: Element) -> Element? {
+    package mutating func remove(_ member: Element) -> Element? {
         guard let index = smallPosition(of: member, in: elements) else { return nil }
         return elements.remove(at: index)
     }
 
     /// Whether no member of `other` is a member of this set.
     @inlinable
-    public func isDisjoint(with other: SmallSet) -> Bool {
+    package func isDisjoint(with other: SmallSet) -> Bool {
         !elements.contains { other.contains($0) }
     }
 
     @inlinable
-    public mutating func formUnion<S: Sequence>(_ other: S) where S.Element == Element {
+    package mutating func formUnion<S: Sequence>(_ other: S) where S.Element == Element {
         for member in other { insert(member) }
     }
 
     @inlinable
-    public mutating func removeAll() {
+    package mutating func removeAll() {
         elements.removeAllKeepingCapacity()
     }
 
     /// Removes the members for which `shouldRemove` is true; the others keep their order.
     @inlinable
-    public mutating func removeAll(where shouldRemove: (Element) throws -> Bool) rethrows {
+    package mutating func removeAll(where shouldRemove: (Element) throws -> Bool) rethrows {
         try elements.removeAll(where: shouldRemove)
     }
 }
 
 extension SmallSet: Sequence {
-    @inlinable public func makeIterator() -> IndexingIterator<[Element]> { elements.makeIterator() }
-    @inlinable public var underestimatedCount: Int { count }
+    @inlinable package func makeIterator() -> IndexingIterator<[Element]> { elements.makeIterator() }
+    @inlinable package var underestimatedCount: Int { count }
 }
 
 extension SmallSet: ExpressibleByArrayLiteral {
     @inlinable
-    public init(arrayLiteral members: Element...) {
+    package init(arrayLiteral members: Element...) {
         for member in members { insert(member) }
     }
 }
@@ -258,7 +259,7 @@ extension SmallSet: ExpressibleByArrayLiteral {
 extension SmallSet: Equatable {
     /// Equal when both hold the same members, whatever their order.
     @inlinable
-    public static func == (lhs: SmallSet, rhs: SmallSet) -> Bool {
+    package static func == (lhs: SmallSet, rhs: SmallSet) -> Bool {
         lhs.count == rhs.count && lhs.elements.allSatisfy { rhs.contains($0) }
     }
 }
@@ -266,7 +267,7 @@ extension SmallSet: Equatable {
 extension SmallSet: Hashable where Element: Hashable {
     /// Independent of the order, as equality is.
     @inlinable
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         var combined = 0
         for member in elements { combined ^= member.hashValue }
         hasher.combine(count)
