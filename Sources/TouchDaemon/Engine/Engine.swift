@@ -86,7 +86,7 @@ struct Engine {
     }
 
     private(set) var configuration: Configuration
-    /// Changed only by the engine's own methods (this file and Engine+Control.swift).
+    /// Changed only by the engine's own methods (this file and Engine+ControlSocket.swift).
     var scene: Scene
     private(set) var router: TouchRouter
     /// 1 at start, one more per reload taken.
