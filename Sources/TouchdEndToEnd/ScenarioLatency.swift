@@ -255,7 +255,7 @@ final class LatencyComparison {
     }
 
     /// A round of `libinput debug-events`, or with `floor` of the minimal reader at that path, which prints the same
-    /// DEVICE_ADDED, TOUCH_DOWN and TOUCH_UP lines (scripts/vm/floors).
+    /// DEVICE_ADDED, TOUCH_DOWN and TOUCH_UP lines (tools/perf/floors).
     private func libinputRound(_ number: Int, floor: String? = nil, into samples: inout Samples) throws(Abort) {
         let label = floor == nil ? "libinput debug-events" : "floor reader"
         let events = try attempt { () throws(DriverError) in

@@ -5,7 +5,7 @@
 // So what it takes above `debug-events` is the socket target's transport (a stream socket rather than a pipe); what
 // touchd takes above it is touchd's own work.
 //
-// usage: floor-daemon run --config PATH [...]   (the arguments touchd-e2e gives touchd; built by scripts/vm/floors)
+// usage: floor-daemon run --config PATH [...]   (the arguments touchd-e2e gives touchd; built by tools/perf/floors)
 //
 // At SIGTERM it logs, as touchd's step-times build does (scripts/vm/step-times), medians over the wake-ups that sent
 // a message, in microseconds: the kernel's event → `poll` returned (the wake-up), `poll` returned → libinput_dispatch
