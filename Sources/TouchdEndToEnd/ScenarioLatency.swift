@@ -244,13 +244,11 @@ final class LatencyComparison {
                 + "kernel event → socket "
                 + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
                 + (figures.map { figures in
-                    // A reader built to time its steps (scripts/vm/step-times) adds their medians, in µs.
-                    let steps =
-                        (figures.metadata["input_thread_minor_faults"].map { "; input thread minor faults \($0)" } ?? "")
-                        + (figures.metadata["step_times"].map { "; step times (µs, median): \($0)" } ?? "")
-                    guard let p50 = figures.p50 else { return "its own figures: none" + steps }
+                    let faults =
+                        figures.metadata["input_thread_minor_faults"].map { "; input thread minor faults \($0)" } ?? ""
+                    guard let p50 = figures.p50 else { return "its own figures: none" + faults }
                     return "kernel event → executor p50=\(p50)µs, of which poll returned → executor p50="
-                        + "\(figures.figure("handling_p50_us").map(String.init) ?? "?")µs" + steps
+                        + "\(figures.figure("handling_p50_us").map(String.init) ?? "?")µs" + faults
                 } ?? "no processing latency line"))
     }
 
