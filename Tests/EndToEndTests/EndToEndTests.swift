@@ -147,9 +147,9 @@ struct EndToEndTests {
     /// `TOUCHD_VM_SMP=1` (read by scripts/vm/run) measures in a guest with one vCPU, where the rounds hold steady.
     ///
     /// With a C compiler on the host it also measures the floors (`tools/perf/floors`): the `latency-floor:` line says
-    /// how much of either reader's latency any reader pays in this boot (docs/performance.md, "Sixth pass"), and the
-    /// `latency-floor-daemon:` line what a daemon with touchd's input and output and nothing between measures, so
-    /// that touchd's time above it is its own ("Seventh pass").
+    /// how much of either reader's latency any reader pays in this boot, and the `latency-floor-daemon:` line what a
+    /// daemon with touchd's input and output and nothing between measures, so that touchd's time above it is its own
+    /// (tools/perf/README.md).
     @Test("latency against libinput debug-events, in the VM", .timeLimit(.minutes(25)))
     func latencyAgainstLibinput() async throws {
         let environment = ProcessInfo.processInfo.environment
