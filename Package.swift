@@ -4,20 +4,6 @@ import PackageDescription
 /// Our own targets build with every warning as an error (dependencies are not affected).
 let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
-/// Release builds of the code on the input path put each function in its own section, so that the linker can place
-/// the functions a tap runs together (`hotPathOrder`).
-let hotPathSections: [SwiftSetting] = [
-    .unsafeFlags(["-Xfrontend", "-function-sections"], .when(platforms: [.linux], configuration: .release))
-]
-
-/// The functions a tap runs, callers before callees, from `scripts/vm/profile` (PROFILE_ORDER) on the static release
-/// build: lld lays them out in this order, in about 25 code pages instead of about 120 spread over 4 MB. In the
-/// emulated test guest each code page and each call between pages that a wake-up runs is paid again after every
-/// process switch (issue 17, docs/performance.md); on hardware it is fewer instruction-TLB and cache misses. Names
-/// missing from the binary (code changed since the file was made) are skipped silently: the file only orders, so a
-/// stale one costs speed, never correctness.
-let hotPathOrder = Context.packageDirectory + "/Sources/TouchDaemon/hot-path.order"
-
 let package = Package(
     name: "touchd",
     products: [
@@ -51,7 +37,7 @@ let package = Package(
         // Floating-point rounding needs libm, which nothing else pulls in for a program that links only the model.
         .target(
             name: "TouchModel",
-            swiftSettings: strict + hotPathSections,
+            swiftSettings: strict,
             linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
         ),
         .executableTarget(
@@ -66,18 +52,13 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["hot-path.order"],
-            swiftSettings: strict + hotPathSections,
+            swiftSettings: strict,
             // Release builds link with lld and pack their relative relocations (DT_RELR, glibc 2.36 and later, as on
             // Debian 12): the static binary's 1.9 MB of RELA entries, all read at every start, shrink to 15 KB, and a
-            // running touchd's resident memory by about 1.4 MB (issue 17, docs/performance.md). They also lay the
-            // hot path out together (`hotPathOrder`).
+            // running touchd's resident memory by about 1.4 MB, room under the 20 MB an idle touchd must stay within.
             linkerSettings: [
                 .unsafeFlags(
-                    [
-                        "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                        "-Xlinker", "--symbol-ordering-file=\(hotPathOrder)", "-Xlinker", "--no-warn-symbol-ordering",
-                    ],
+                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
                     .when(platforms: [.linux], configuration: .release))
             ]
         ),

@@ -26,14 +26,14 @@ struct Options: Equatable {
     var rounds = 4
     /// With `compareLibinput`: a second touchd measured in the same boot (a before/after comparison of two builds).
     var otherTouchd: String?
-    /// With `compareLibinput`: a minimal evdev reader measured in rounds of its own (scripts/vm/floors): what a
+    /// With `compareLibinput`: a minimal evdev reader measured in rounds of its own (tools/perf/floors): what a
     /// reader's wake-up costs in the guest when it does almost nothing.
     var floorReader: String?
     /// With `compareLibinput`: a minimal daemon run as touchd is (libinput in, the socket target out, nothing between;
-    /// scripts/vm/floors), in rounds of its own: what any daemon of this shape costs in the guest, so that what touchd
+    /// tools/perf/floors), in rounds of its own: what any daemon of this shape costs in the guest, so that what touchd
     /// takes above it is touchd's own work.
     var floorDaemon: String?
-    /// With `filter`: a minimal filter (grab, twin, copy; scripts/vm/floors) whose application latency is measured
+    /// With `filter`: a minimal filter (grab, twin, copy; tools/perf/floors) whose application latency is measured
     /// in rounds of its own beside touchd's: what any filter process costs in the guest.
     var floorFilter: String?
     /// With `compareLibinput`: fail when the ratio of the medians is above this (otherwise it is only reported).
@@ -100,16 +100,16 @@ struct Options: Equatable {
                          with --compare-libinput: also measure this touchd, in rounds of its own in the same boot
                          (another build, for a before/after comparison that the guest's noise does not swamp)
           --floor-reader PATH
-                         with --compare-libinput: also measure this minimal evdev reader (scripts/vm/floors
+                         with --compare-libinput: also measure this minimal evdev reader (tools/perf/floors
                          builds one), in rounds of its own: the floor under both readers, what a wake-up that only
                          reads the device and writes a line costs in the guest
           --floor-daemon PATH
-                         with --compare-libinput: also measure this minimal daemon (scripts/vm/floors builds one),
+                         with --compare-libinput: also measure this minimal daemon (tools/perf/floors builds one),
                          run as touchd is: libinput in, each touch-down's and lift's message out to the socket target,
                          nothing between; touchd's time above it is touchd's own work
           --floor-filter PATH
                          with --filter (not under systemd): also measure the application's latency through this
-                         minimal filter (grab, twin, copy every event; scripts/vm/floors builds one), in rounds of its
+                         minimal filter (grab, twin, copy every event; tools/perf/floors builds one), in rounds of its
                          own beside touchd's filter mode and the panel read directly
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket

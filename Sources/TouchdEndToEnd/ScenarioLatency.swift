@@ -94,7 +94,7 @@ final class LatencyComparison {
         // the fair scheduler's wake-ups, which move a woken thread next to its waker, would then no longer keep the
         // stamping thread beside the reader. A stamping thread born on the other vCPU, as touchd's was while touchd
         // started up, made every message cross vCPUs, which in this emulator holds it for about 2 ms
-        // (docs/performance.md, "Fourteenth pass").
+        // (docs/performance.md, "The test guest").
         let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         evenScheduling = cpus == 1
         StampingThreads.realtime.store(evenScheduling, ordering: .relaxed)
@@ -119,7 +119,7 @@ final class LatencyComparison {
             // touchd, libinput (, the other touchd, the floor reader, the floor daemon) in odd rounds, the reverse in
             // even ones.
             // A fixed order favoured whichever reader came first: two builds swapped between --touchd and
-            // --also-touchd changed places by a few percent in the same kind of boot (docs/performance.md).
+            // --also-touchd changed places by a few percent in the same kind of boot.
             enum Reader {
                 case touchd, libinput
                 case other(String)
@@ -244,18 +244,16 @@ final class LatencyComparison {
                 + "kernel event → socket "
                 + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
                 + (figures.map { figures in
-                    // A reader built to time its steps (scripts/vm/step-times) adds their medians, in µs.
-                    let steps =
-                        (figures.metadata["input_thread_minor_faults"].map { "; input thread minor faults \($0)" } ?? "")
-                        + (figures.metadata["step_times"].map { "; step times (µs, median): \($0)" } ?? "")
-                    guard let p50 = figures.p50 else { return "its own figures: none" + steps }
+                    let faults =
+                        figures.metadata["input_thread_minor_faults"].map { "; input thread minor faults \($0)" } ?? ""
+                    guard let p50 = figures.p50 else { return "its own figures: none" + faults }
                     return "kernel event → executor p50=\(p50)µs, of which poll returned → executor p50="
-                        + "\(figures.figure("handling_p50_us").map(String.init) ?? "?")µs" + steps
+                        + "\(figures.figure("handling_p50_us").map(String.init) ?? "?")µs" + faults
                 } ?? "no processing latency line"))
     }
 
     /// A round of `libinput debug-events`, or with `floor` of the minimal reader at that path, which prints the same
-    /// DEVICE_ADDED, TOUCH_DOWN and TOUCH_UP lines (scripts/vm/floors).
+    /// DEVICE_ADDED, TOUCH_DOWN and TOUCH_UP lines (tools/perf/floors).
     private func libinputRound(_ number: Int, floor: String? = nil, into samples: inout Samples) throws(Abort) {
         let label = floor == nil ? "libinput debug-events" : "floor reader"
         let events = try attempt { () throws(DriverError) in
@@ -320,7 +318,7 @@ final class LatencyComparison {
         // reader it wakes. Under the normal policy, in the one-vCPU guest, a woken reader preempted this thread only
         // if it had run less than this thread lately, so a reader that uses more CPU per tap waited until this
         // thread slept and one that uses less did not: touchd's input thread about 80 µs a frame, `debug-events`
-        // about 25 (docs/performance.md, "Fourteenth pass"). Any woken thread of the normal policy preempts one under
+        // about 25 (docs/performance.md, "The test guest"). Any woken thread of the normal policy preempts one under
         // SCHED_IDLE. Only with one CPU (see `run`).
         var idle = sched_param(sched_priority: 0)
         let schedIdle: Int32 = 5  // SCHED_IDLE of <sched.h>, which Glibc's module leaves out (it needs _GNU_SOURCE)

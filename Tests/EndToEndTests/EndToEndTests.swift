@@ -81,25 +81,25 @@ struct EndToEndTests {
             """)
     }
 
-    /// Builds scripts/vm/floors into .build/floors (the guest sees the host's files at the same paths), or says why
+    /// Builds tools/perf/floors into .build/floors (the guest sees the host's files at the same paths), or says why
     /// not and returns nil: the floors are figures beside the comparison, not something the test needs.
     static func buildFloors() -> URL? {
         let output = packageRoot.appendingPathComponent(".build/floors")
         let process = Process()
-        process.executableURL = packageRoot.appendingPathComponent("scripts/vm/floors")
+        process.executableURL = packageRoot.appendingPathComponent("tools/perf/floors")
         process.arguments = [output.path]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         do {
             try process.run()
         } catch {
-            print("latency: cannot run scripts/vm/floors (\(error)); measuring without the floors")
+            print("latency: cannot run tools/perf/floors (\(error)); measuring without the floors")
             return nil
         }
         // Three small C files: a few seconds, so waiting here does not hold the cooperative pool for long.
         process.waitUntilExit()
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            print("latency: scripts/vm/floors failed (status \(process.terminationStatus)); measuring without them")
+            print("latency: tools/perf/floors failed (status \(process.terminationStatus)); measuring without them")
             return nil
         }
         return output
@@ -146,10 +146,10 @@ struct EndToEndTests {
     /// give a steadier median), and `TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail (`--max-ratio`).
     /// `TOUCHD_VM_SMP=1` (read by scripts/vm/run) measures in a guest with one vCPU, where the rounds hold steady.
     ///
-    /// With a C compiler on the host it also measures the floors (`scripts/vm/floors`): the `latency-floor:` line says
-    /// how much of either reader's latency any reader pays in this boot (docs/performance.md, "Sixth pass"), and the
-    /// `latency-floor-daemon:` line what a daemon with touchd's input and output and nothing between measures, so
-    /// that touchd's time above it is its own ("Seventh pass").
+    /// With a C compiler on the host it also measures the floors (`tools/perf/floors`): the `latency-floor:` line says
+    /// how much of either reader's latency any reader pays in this boot, and the `latency-floor-daemon:` line what a
+    /// daemon with touchd's input and output and nothing between measures, so that touchd's time above it is its own
+    /// (tools/perf/README.md).
     @Test("latency against libinput debug-events, in the VM", .timeLimit(.minutes(25)))
     func latencyAgainstLibinput() async throws {
         let environment = ProcessInfo.processInfo.environment

@@ -5,73 +5,29 @@
 // So what it takes above `debug-events` is the socket target's transport (a stream socket rather than a pipe); what
 // touchd takes above it is touchd's own work.
 //
-// usage: floor-daemon run --config PATH [...]   (the arguments touchd-e2e gives touchd; built by scripts/vm/floors)
+// usage: floor-daemon run --config PATH [...]   (the arguments touchd-e2e gives touchd; built by tools/perf/floors)
 //
-// At SIGTERM it logs, as touchd's step-times build does (scripts/vm/step-times), medians over the wake-ups that sent
-// a message, in microseconds: the kernel's event → `poll` returned (the wake-up), `poll` returned → libinput_dispatch
-// done, and `poll` returned → the send begins. The steps are timed with the CPU's cycle counter, no system call.
+// It runs until SIGTERM ends it.
 //
 // It serves only the comparison's configuration (TestConfig.valid): it takes the first `socket = "..."` line as the
 // target, the output as 1000 px square, and control "a" left of x = 450, "b" right of it. It tells NOTIFY_SOCKET
 // READY=1 and "1 touchscreen" when the panel is added, as touchd does.
-#define _GNU_SOURCE  // ppoll
 #include <errno.h>
 #include <fcntl.h>
 #include <libinput.h>
 #include <libudev.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
-
-// touchd_cycles(): the cycle counter touchd's step-times build reads, so that both time their steps alike.
-#include "../../Sources/CLinux/shim.h"
 
 static int open_restricted(const char *path, int flags, void *data) {
     (void)data;
     int fd = open(path, flags | O_CLOEXEC);
     return fd < 0 ? -errno : fd;
-}
-
-static unsigned long long monotonic_us(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (unsigned long long)now.tv_sec * 1000000ull + (unsigned long long)now.tv_nsec / 1000;
-}
-
-// The steps of each wake-up that sent, in cycles; enough for any comparison run (a round is 40 messages).
-enum { step_samples = 65536 };
-static unsigned long long dispatched_steps[step_samples], send_steps[step_samples];
-// For the wake-up itself: when `poll` returned (cycles) and the kernel's timestamp of the event (µs, monotonic).
-static unsigned long long woke_cycles[step_samples], event_us[step_samples];
-static long long kernel_to_poll[step_samples];
-static int step_count;
-static volatile sig_atomic_t stopping;
-
-static void stop(int signal) {
-    (void)signal;
-    stopping = 1;
-}
-
-static int compare_cycles(const void *a, const void *b) {
-    unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
-    return (x > y) - (x < y);
-}
-
-static int compare_signed(const void *a, const void *b) {
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return (x > y) - (x < y);
-}
-
-static int median_us(unsigned long long *steps, double cycles_per_us) {
-    if (step_count == 0 || cycles_per_us <= 0) return 0;
-    qsort(steps, (size_t)step_count, sizeof steps[0], compare_cycles);
-    return (int)((double)steps[step_count / 2] / cycles_per_us + 0.5);
 }
 
 static void close_restricted(int fd, void *data) {
@@ -147,36 +103,9 @@ int main(int argc, char **argv) {
     // One contact at a time, as the comparison taps: the control its touch-down landed on.
     const char *control = "a";
     struct pollfd wait = {libinput_get_fd(input), POLLIN, 0};
-    // SIGTERM is taken only while waiting (ppoll unblocks it), where it ends the wait (no SA_RESTART); the loop then
-    // logs the steps and exits. Blocked elsewhere, it cannot slip in between the check and the wait.
-    struct sigaction on_term = {.sa_handler = stop};
-    sigaction(SIGTERM, &on_term, NULL);
-    sigset_t term, waiting;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigprocmask(SIG_BLOCK, &term, &waiting);
-    sigdelset(&waiting, SIGTERM);
-    unsigned long long origin = touchd_cycles(), origin_us = monotonic_us(), woke = 0, dispatched = 0;
-    int sent = 0;
     // The devices present at the start are queued by libinput_udev_assign_seat already: take them before waiting.
-    for (;; wait.revents = 0, ppoll(&wait, 1, NULL, &waiting), woke = touchd_cycles(), sent = 0) {
-        if (stopping) {
-            double per_us = (double)(touchd_cycles() - origin) / (double)(monotonic_us() - origin_us + 1);
-            // When `poll` returned, on the clock: from the counter, with no clock read on the way.
-            for (int i = 0; i < step_count; i++) {
-                double woke_us = (double)origin_us + (double)(woke_cycles[i] - origin) / per_us;
-                kernel_to_poll[i] = (long long)(woke_us + 0.5) - (long long)event_us[i];
-            }
-            qsort(kernel_to_poll, (size_t)step_count, sizeof kernel_to_poll[0], compare_signed);
-            printf("floor-daemon: processing latency step_times=kernel_to_poll=%lld,poll_to_libinput_dispatched=%d,"
-                   "poll_to_send=%d,frames=%d\n",
-                step_count ? kernel_to_poll[step_count / 2] : 0, median_us(dispatched_steps, per_us),
-                median_us(send_steps, per_us), step_count);
-            fflush(stdout);
-            return 0;
-        }
+    for (;; wait.revents = 0, poll(&wait, 1, -1)) {
         libinput_dispatch(input);
-        dispatched = touchd_cycles();
         struct libinput_event *event;
         while ((event = libinput_get_event(input))) {
             enum libinput_event_type type = libinput_event_get_type(event);
@@ -200,13 +129,6 @@ int main(int argc, char **argv) {
                     (unsigned long long)libinput_event_touch_get_time_usec(touch), x, y,
                     libinput_device_get_sysname(libinput_event_get_device(event)));
                 if (length > 0 && (size_t)length < sizeof message) {
-                    if (woke != 0 && !sent && step_count < step_samples) {
-                        dispatched_steps[step_count] = dispatched - woke;
-                        woke_cycles[step_count] = woke;
-                        event_us[step_count] = libinput_event_touch_get_time_usec(touch);
-                        send_steps[step_count++] = touchd_cycles() - woke;
-                        sent = 1;
-                    }
                     send(out, message, (size_t)length, MSG_DONTWAIT | MSG_NOSIGNAL);
                 }
             }

@@ -3,7 +3,7 @@
 // twin has), and copies every event it reads to the twin, a whole read in one write(2). Whatever the application's
 // latency through it costs is what any filter process costs in the test VM; what touchd takes beyond it is its own.
 //
-// usage: floor-filter PANEL-NAME   (built by scripts/vm/floors; ends when its parent does)
+// usage: floor-filter PANEL-NAME   (built by tools/perf/floors; ends when its parent does)
 #include <fcntl.h>
 #include <libevdev/libevdev-uinput.h>
 #include <libevdev/libevdev.h>

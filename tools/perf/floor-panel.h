@@ -1,4 +1,4 @@
-// The panel the floor programs work on (scripts/vm/floors): the input device of that name, opened non-blocking, with
+// The panel the floor programs work on (tools/perf/floors): the input device of that name, opened non-blocking, with
 // its node's path in `node`; -1 when there is none.
 #ifndef FLOOR_PANEL_H
 #define FLOOR_PANEL_H

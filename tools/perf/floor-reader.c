@@ -3,7 +3,7 @@
 // touch-down and lift, in the format the comparison reads from debug-events. Whatever it costs is what any reader's
 // wake-up and the hops around it cost in the test VM; what touchd or libinput take beyond it is their own work.
 //
-// usage: floor-reader PANEL-NAME [BEFORE AFTER]   (built by scripts/vm/floors)
+// usage: floor-reader PANEL-NAME [BEFORE AFTER]   (built by tools/perf/floors)
 //
 // BEFORE and AFTER (default 0) add that many clock_gettime(CLOCK_MONOTONIC) calls per frame before its line is written
 // and after: what a clock read costs the reader's latency and CPU in the guest, whose clock source (HPET) leaves the
