@@ -42,8 +42,7 @@ struct NotifyMessage: Sendable {
 /// on the scenario's thread. So the stamping thread does what `Daemon`'s output reader does for `libinput
 /// debug-events`' lines (read, stamp, split) and no more. In the one-vCPU guest a thread that parsed each message
 /// (about 1.2 ms of a debug build's Foundation) had run more lately than the sender, so its wake-up did not preempt
-/// the sender, as the pipe's reader's did: its stamp waited until touchd slept (docs/performance.md, "Fourteenth
-/// pass").
+/// the sender, as the pipe's reader's did: its stamp waited until touchd slept.
 struct TargetMessage: Sendable {
     /// The line as it arrived.
     let raw: String

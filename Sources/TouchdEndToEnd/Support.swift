@@ -10,7 +10,7 @@ typealias Microseconds = UInt64
 /// generous; a wait that expires is a failed check, never a hang.
 enum Limits {
     /// `TOUCHD_E2E_TIME_SCALE=N` (1…100) multiplies the readiness and stop limits: for a touchd run under a profiler
-    /// (`scripts/vm/profile`), which starts and stops many times slower.
+    /// (valgrind, for instance), which starts and stops many times slower.
     static let scale: Microseconds = {
         guard let text = getenv("TOUCHD_E2E_TIME_SCALE").map({ String(cString: $0) }), let value = UInt64(text),
             (1...100).contains(value)
@@ -72,8 +72,7 @@ func describe(errno code: Int32) -> String {
 /// comparison (ScenarioLatency.swift) sets ``realtime`` before it starts any reader: each such thread then runs under
 /// SCHED_FIFO, so that the message or line that wakes it is stamped at once, whichever reader sent it. Under the
 /// normal policy, in the one-vCPU guest, whether the woken thread preempted the sender depended on which of the two had
-/// run more lately, so one reader's work after its send delayed its stamp and another's did not (docs/performance.md,
-/// "Fourteenth pass"). The threads only read, stamp and split lines, and block in `read` otherwise.
+/// run more lately, so one reader's work after its send delayed its stamp and another's did not. The threads only read, stamp and split lines, and block in `read` otherwise.
 enum StampingThreads {
     static let realtime = Atomic<Bool>(false)
 
