@@ -7,9 +7,9 @@ import Testing
 
 /// Paths and helpers shared by the daemon's tests.
 enum TestSupport {
-    /// The package's root directory (this file lives in Tests/TouchDaemonTests/).
+    /// The package's root directory (this file lives in Tests/TouchDaemonTests/Support/).
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
 
     /// The example configuration, validated by CI.
     static let kioskConfig = packageRoot.appendingPathComponent("config/kiosk.toml").path
