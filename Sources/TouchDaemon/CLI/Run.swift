@@ -206,31 +206,3 @@ enum LogLevel: String, CaseIterable, ExpressibleByArgument {
 
     var level: Logger.Level { Logger.Level(rawValue: rawValue) ?? .info }
 }
-
-/// Runs `body` on a new thread of its own, named `name` (as `top -H` shows it), and waits for its result.
-func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Int32) -> Int32 {
-    /// Handed to the thread and read back after `pthread_join`, which orders the two accesses.
-    final class Context: @unchecked Sendable {
-        let name: String
-        let body: @Sendable () -> Int32
-        var result: Int32 = 0
-        init(name: String, body: @escaping @Sendable () -> Int32) {
-            self.name = name
-            self.body = body
-        }
-    }
-    let context = Context(name: name, body: body)
-    var thread = pthread_t()
-    let created = pthread_create(
-        &thread, nil,
-        { argument in
-            let context = Unmanaged<Context>.fromOpaque(argument!).takeUnretainedValue()
-            // Linux limits thread names to 15 bytes.
-            _ = touchd_set_thread_name(String(context.name.prefix(15)))
-            context.result = context.body()
-            return nil
-        }, Unmanaged.passUnretained(context).toOpaque())
-    guard created == 0 else { return body() }
-    pthread_join(thread, nil)
-    return context.result
-}
