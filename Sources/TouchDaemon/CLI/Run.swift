@@ -115,20 +115,22 @@ struct Run: ParsableCommand {
             control = started.server
             controlProblem = started.problem
         }
+        let executors = Executors(sockets: sockets, commands: commands)
+        let workers = WorkerGroup(control: control, executors: executors)
         let path = options.config
         let lock = instanceLock
         let yieldOnSend = yieldOnSend
         let status = runOnDedicatedThread(name: "touchd-input") {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
-                notifier: notifier, executors: Executors(sockets: sockets, commands: commands), control: control,
+                notifier: notifier, executors: executors, control: control, workers: workers,
                 controlProblem: controlProblem, strictPermissions: strictPermissions, instanceLock: lock,
                 yieldOnSend: yieldOnSend
             ).run(signals: signals)
         }
-        // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.
-        commands.stop(withinMicroseconds: Executors.commandGrace)
-        control?.stop(flushTimeoutMicroseconds: 0)
+        // Already done by a clean shutdown (Daemon's, between its last effects and its last log lines); here for the
+        // paths that return early. No child outlives touchd.
+        workers.stop()
         if status != 0 { throw ExitCode(status) }
     }
 

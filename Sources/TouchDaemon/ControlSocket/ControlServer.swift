@@ -200,7 +200,9 @@ final class ControlServer: Sendable {
 
 }
 
-extension ControlServer: ControlChannel {
+extension ControlServer: ControlChannel, Worker {
+    func stop(withinMicroseconds microseconds: UInt64) { stop(flushTimeoutMicroseconds: microseconds) }
+
     var counters: [(name: String, value: Int)] {
         let statistics = self.statistics
         return [
