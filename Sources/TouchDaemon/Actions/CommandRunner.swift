@@ -65,7 +65,7 @@ struct CommandTargetStatistics: Hashable, Sendable {
 /// Children run in a session and process group of their own, with descriptors 0–2 only (stdin `/dev/null`), the
 /// environment ``CommandSpec`` builds, and the target's working directory. The supervisor thread waits for each one
 /// through a pidfd and reaps it, so none is left a zombie; with no child running it sleeps without a timeout, so
-/// commands leave no periodic wake-up behind (issue 17).
+/// commands leave no periodic wake-up behind.
 final class CommandRunner: Sendable {
     struct Limits: Sendable {
         /// Children running at once, all targets together.
@@ -96,7 +96,6 @@ final class CommandRunner: Sendable {
 
     deinit {
         stop(graceMicroseconds: core.limits.killGrace)
-        core.supervisor.end()
     }
 
     /// Sets the command targets, at start and after each reload.
@@ -122,43 +121,17 @@ final class CommandRunner: Sendable {
     }
 
     /// Stops the runner: drops waiting runs, sends SIGTERM to every running child's process group, SIGKILL to what
-    /// is left of each group after `graceMicroseconds`, and waits until every child (each command's own process) has
-    /// been reaped. Processes a command started in its group get the same signals but belong to init once the
-    /// command is gone; they are not waited for. Deliveries submitted from now on are dropped and counted.
-    /// Idempotent; a second caller waits like the first.
+    /// is left of each group after `graceMicroseconds`, waits until every child (each command's own process) has
+    /// been reaped, and ends the supervisor thread. Processes a command started in its group get the same signals
+    /// but belong to init once the command is gone; they are not waited for. Deliveries submitted from now on are
+    /// dropped and counted. Idempotent; a second caller waits like the first.
     ///
-    /// Blocks the calling thread: call it from a thread of touchd's own (the input thread at shutdown), not from a
-    /// Swift concurrency task; tasks use ``shutdown(graceMicroseconds:)``.
+    /// Blocks the calling thread: call it from a thread of touchd's own (the input thread at shutdown).
     func stop(graceMicroseconds: UInt64) {
-        // An eventfd the last task's end makes readable; without one (out of descriptors) the wait polls.
-        let done = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
-        defer { if done >= 0 { close(done) } }
-        let waiting = core.stop(grace: graceMicroseconds) {
-            guard done >= 0 else { return }
-            var one: UInt64 = 1
-            _ = write(done, &one, MemoryLayout<UInt64>.size)
-        }
-        guard waiting else { return }
+        let begun = core.stop(grace: graceMicroseconds)
         // Children that survive SIGKILL (uninterruptible sleep) must not hang touchd's exit for ever.
-        let deadline = monotonicMicroseconds().saturatingSum(
-            graceMicroseconds.saturatingSum(CommandRunnerCore.reapAllowance))
-        var descriptor = [pollfd(fd: done, events: Int16(POLLIN), revents: 0)]
-        while !core.isIdle {
-            let now = monotonicMicroseconds()
-            guard now < deadline else {
-                core.reportUnreaped()
-                return
-            }
-            _ = poll(&descriptor, 1, done >= 0 ? pollTimeout(until: deadline, now: now) : 10)
-        }
-    }
-
-    /// ``stop(graceMicroseconds:)`` for callers in Swift concurrency, which must not block a thread of the pool.
-    func shutdown(graceMicroseconds: UInt64) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waiting = core.stop(grace: graceMicroseconds) { continuation.resume() }
-            if !waiting { continuation.resume() }
-        }
+        core.supervisor.stop(withinMicroseconds: graceMicroseconds.saturatingSum(CommandRunnerCore.reapAllowance))
+        if begun, !core.isIdle { core.reportUnreaped() }
     }
 
     /// Per target name (including targets since removed).
@@ -225,10 +198,8 @@ final class CommandRunnerCore: CommandSupervisorEvents {
         var runs: [Int: Run] = [:]
         var nextRun = 0
         var unknownTargetDeliveries = 0
-        /// Runs and terminations handed to the supervisor and not yet over; `stop` waits until there are none.
+        /// Runs and terminations handed to the supervisor and not yet over.
         var tasks = 0
-        /// Called once `tasks` reaches 0 after `stop`.
-        var idleWaiters: [@Sendable () -> Void] = []
         var logLimits: [String: RateLimit] = [:]
     }
 
@@ -251,7 +222,7 @@ final class CommandRunnerCore: CommandSupervisorEvents {
         self.limits = limits
         self.output = output
         self.clock = clock
-        supervisor = CommandSupervisor(output: output)
+        supervisor = CommandSupervisor(output: output, logger: logger)
     }
 
     // MARK: - Callers
@@ -379,27 +350,25 @@ final class CommandRunnerCore: CommandSupervisorEvents {
         // Otherwise `spawned` sees the reason and terminates the child as soon as it runs.
     }
 
-    /// Begins stopping; returns whether the caller must wait for `whenIdle` to be called.
-    func stop(grace: UInt64, whenIdle: @escaping @Sendable () -> Void) -> Bool {
-        let (effects, waiting) = state.withLock { state -> ([Effect], Bool) in
+    /// Begins stopping, once: drops the waiting runs and asks the supervisor to end every running one. Returns
+    /// whether this call began it.
+    func stop(grace: UInt64) -> Bool {
+        let (effects, begun, waiting) = state.withLock { state -> ([Effect], Bool, Bool) in
+            guard case .running = state.phase else { return ([], false, false) }
             var effects: [Effect] = []
-            if case .running = state.phase {
-                state.phase = .stopping(grace: grace)
-                for (name, entry) in state.entries where entry.waiting != nil {
-                    state.entries[name]!.waiting = nil
-                    state.statistics[name]!.droppedUnavailable.saturatingAdd(1)
-                }
-                for run in state.runs.keys.sorted() {
-                    requestStop(run, reason: .stop, grace: grace, state: &state, effects: &effects)
-                }
+            state.phase = .stopping(grace: grace)
+            for (name, entry) in state.entries where entry.waiting != nil {
+                state.entries[name]!.waiting = nil
+                state.statistics[name]!.droppedUnavailable.saturatingAdd(1)
             }
-            guard state.tasks > 0 else { return (effects, false) }
-            state.idleWaiters.append(whenIdle)
-            return (effects, true)
+            for run in state.runs.keys.sorted() {
+                requestStop(run, reason: .stop, grace: grace, state: &state, effects: &effects)
+            }
+            return (effects, true, state.tasks > 0)
         }
         if waiting { logger.info("stopping running commands", metadata: ["grace_ms": "\(grace / 1000)"]) }
         perform(effects)
-        return waiting
+        return begun
     }
 
     /// No run or termination is in flight.
@@ -471,7 +440,7 @@ final class CommandRunnerCore: CommandSupervisorEvents {
     }
 
     func terminationEnded() {
-        state.withLock { taskEndedLocked(&$0) }
+        state.withLock { $0.tasks -= 1 }
     }
 
     /// `run` ended (or never started); counts it, logs it and starts the run waiting for its target, if any.
@@ -479,7 +448,7 @@ final class CommandRunnerCore: CommandSupervisorEvents {
         let now = clock()
         let (effects, record, logLevel, suppressed) = state.withLock {
             state -> ([Effect], Run?, Logger.Level, Int?) in
-            defer { taskEndedLocked(&state) }
+            defer { state.tasks -= 1 }
             guard let record = state.runs.removeValue(forKey: run) else { return ([], nil, .debug, 0) }
             let name = record.target
             var level = Logger.Level.debug
@@ -563,16 +532,6 @@ final class CommandRunnerCore: CommandSupervisorEvents {
         ]
         if let processID { metadata["pid"] = "\(processID)" }
         return metadata
-    }
-
-    /// Counts a task as ended and, when it was the last one after `stop`, wakes the callers of `stop`.
-    private func taskEndedLocked(_ state: inout State) {
-        state.tasks -= 1
-        guard state.tasks == 0, case .stopping = state.phase else { return }
-        let waiters = state.idleWaiters
-        state.idleWaiters = []
-        // Waking under the lock is fine: the waiters only signal a semaphore or resume a continuation.
-        for waiter in waiters { waiter() }
     }
 }
 

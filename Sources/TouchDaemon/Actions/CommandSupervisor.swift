@@ -1,6 +1,5 @@
-import CLinux
 import Glibc
-import Synchronization
+import Logging
 
 /// What the supervisor thread tells the command runner; ``CommandRunnerCore`` implements it. Each call is made on
 /// the supervisor thread, never under the runner's lock.
@@ -17,9 +16,10 @@ protocol CommandSupervisorEvents: AnyObject, Sendable {
 
 /// The thread that starts command targets' children, waits for them and ends them: `touchd-commands`.
 ///
-/// It waits in `poll(2)` on a wake eventfd and one pidfd per running child, with the nearest deadline (a timeout, a
+/// Its ``WakeableLoop`` waits in `poll(2)` on one pidfd per running child, with the nearest deadline (a timeout, a
 /// check of a group being stopped) as its timeout, so with no child running it sleeps without a timeout and never
-/// wakes: no periodic timer, no thread pool. It starts at the first command and ends when its runner goes away.
+/// wakes: no periodic timer, no thread pool. It starts at the first command; its `stop` lets the children being ended
+/// finish ending (``CommandRunner/stop(graceMicroseconds:)`` asks for that first), then ends the thread.
 ///
 /// Requests come in through ``post(_:events:)`` from any thread; the runner's decisions stay in ``CommandRunnerCore``.
 final class CommandSupervisor: Sendable {
@@ -35,49 +35,40 @@ final class CommandSupervisor: Sendable {
     /// How often a child is checked for having ended when the kernel gave no pidfd for it (Linux before 5.3).
     static let reapPollInterval: UInt64 = 50_000
 
-    private struct Shared {
+    /// What callers and the thread share.
+    struct Shared: WorkerState {
+        /// Posted, not yet taken by the thread.
         var requests: [Request] = []
-        var thread: WorkerThread?
-        /// The thread could not be started (its errno); requests fail at once from then on.
-        var startError: Int32?
-        var exiting = false
-        /// The thread's kernel id once it runs.
-        var threadID: Int32?
+        /// Once `stop` has begun, the thread ends when no child is left to end, or at the deadline.
+        var phase = WorkerPhase.running
     }
 
-    private let shared = Mutex(Shared())
-    /// Readable while requests wait or the thread must end.
-    private let wake: Int32
+    private let loop: WakeableLoop<Shared>
     private let output: CommandOutput
 
-    init(output: CommandOutput) {
+    init(output: CommandOutput, logger: Logger) {
         self.output = output
-        // Without an eventfd (out of descriptors) the thread polls for requests; see `loop`.
-        wake = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
-    }
-
-    deinit {
-        if wake >= 0 { close(wake) }
+        loop = WakeableLoop(Shared(), name: "touchd-commands", title: "command runner", logger: logger)
     }
 
     /// Hands `requests` to the thread, starting it first if it is not running. When no thread can be started, each
     /// start fails at once (`finished` with `notStarted`) and each termination signals the group and ends there.
     func post(_ requests: [Request], events: some CommandSupervisorEvents) {
         guard !requests.isEmpty else { return }
-        let failure = shared.withLock { shared -> Int32? in
-            if shared.thread == nil, shared.startError == nil, !shared.exiting {
-                do throws(ThreadStartError) {
-                    shared.thread = try startThread(named: "touchd-commands") { [self] in loop(events: events) }
-                } catch {
-                    shared.startError = error.errno
-                }
+        let failure: Int32?
+        do throws(WakeableLoop<Shared>.StartError) {
+            try loop.start { [loop, output] in CommandSupervisorLoop(loop, events: events, output: output) }
+            failure = loop.state.withLock { shared -> Int32? in
+                // The thread has ended: nobody would take them.
+                if case .stopped = shared.phase { return ECANCELED }
+                shared.requests.append(contentsOf: requests)
+                return nil
             }
-            guard shared.thread != nil else { return shared.startError ?? EAGAIN }
-            shared.requests.append(contentsOf: requests)
-            return nil
+        } catch {
+            failure = error.errno
         }
         guard let failure else {
-            signalWake()
+            loop.wake()
             return
         }
         for request in requests {
@@ -93,30 +84,20 @@ final class CommandSupervisor: Sendable {
         }
     }
 
-    /// Ends the thread and waits for it; children still running are no longer watched (``CommandRunner/stop`` ends
-    /// them first). Never call it on the supervisor thread.
-    func end() {
-        let thread = shared.withLock { shared -> WorkerThread? in
-            shared.exiting = true
-            return shared.thread
-        }
-        signalWake()
-        thread?.join()
+    /// Waits up to `microseconds` for the children being ended to be gone, then ends the thread; children still
+    /// running are no longer watched. Never call it on the supervisor thread.
+    func stop(withinMicroseconds microseconds: UInt64) {
+        loop.stop(withinMicroseconds: microseconds)
     }
 
     /// The supervisor thread's kernel id (as in `/proc/self/task`), once it runs: for tests that count its wake-ups.
     var threadID: Int32? {
-        shared.withLock { $0.threadID }
+        loop.threadID
     }
+}
 
-    private func signalWake() {
-        guard wake >= 0 else { return }
-        var one: UInt64 = 1
-        _ = write(wake, &one, MemoryLayout<UInt64>.size)
-    }
-
-    // MARK: - The thread
-
+/// The `touchd-commands` thread's side of ``CommandSupervisor``.
+private final class CommandSupervisorLoop<Events: CommandSupervisorEvents>: WorkerLoop {
     private struct Child {
         var run: Int
         var processID: Int32
@@ -132,118 +113,126 @@ final class CommandSupervisor: Sendable {
         var checkAt: UInt64
     }
 
-    private func loop(events: some CommandSupervisorEvents) {
-        // Every signal blocked, as on the sender thread: touchd's go to its signalfd, never here (whoever started this
-        // thread may not block them). Children start with an empty mask (CProcess).
-        var mask = sigset_t()
-        sigfillset(&mask)
-        pthread_sigmask(SIG_SETMASK, &mask, nil)
-        shared.withLock { $0.threadID = touchd_gettid() }
-        // Before the first child: no command may create an input device (UinputGuard). If that cannot be made
-        // sure, no command starts.
-        let guardFailure = UinputGuard.forbidOnCallingThread()
+    private let loop: WakeableLoop<CommandSupervisor.Shared>
+    private let events: Events
+    private let output: CommandOutput
+    /// Why no command may start: touchd could not keep commands from creating input devices.
+    private let guardFailure: SystemCallError?
+    private var children: [Child] = []
+    private var terminations: [Termination] = []
 
-        var children: [Child] = []
-        var terminations: [Termination] = []
-        var descriptors: [pollfd] = []
-        defer { for child in children { if let exit = child.exit { close(exit) } } }
-        while true {
-            let (requests, exiting) = shared.withLock { shared in
-                defer { shared.requests.removeAll() }
-                return (shared.requests, shared.exiting)
-            }
-            if exiting { return }
-            var now = monotonicMicroseconds()
-            for request in requests {
-                switch request {
-                case .start(let run, let spec, let timeout):
-                    if let guardFailure {
-                        events.finished(
-                            run,
-                            outcome: .notStarted(
-                                description: "not started: touchd cannot keep commands from creating input devices "
-                                    + "(\(guardFailure))", errno: guardFailure.errno))
-                        continue
-                    }
-                    switch CommandProcess.spawn(spec, output: output) {
-                    case .success(let processID):
-                        events.spawned(run, processID: processID)
-                        children.append(
-                            Child(
-                                run: run, processID: processID, exit: CommandProcess.exitDescriptor(processID),
-                                expiresAt: now.saturatingSum(timeout)))
-                    case .failure(let failure):
-                        events.finished(
-                            run, outcome: .notStarted(description: failure.description, errno: failure.errno))
-                    }
-                case .terminate(let group, let grace):
-                    if CommandProcess.signalGroup(group, SIGTERM) {
-                        terminations.append(
-                            Termination(
-                                group: group, killAt: now.saturatingSum(grace),
-                                checkAt: now.saturatingSum(min(grace, Self.groupPollInterval))))
-                    } else {
-                        events.terminationEnded()
-                    }
-                }
-            }
+    /// Made on the thread, before the first child: no command may create an input device (UinputGuard). If that
+    /// cannot be made sure, no command starts.
+    init(_ loop: WakeableLoop<CommandSupervisor.Shared>, events: Events, output: CommandOutput) {
+        self.loop = loop
+        self.events = events
+        self.output = output
+        guardFailure = UinputGuard.forbidOnCallingThread()
+    }
 
-            // Wait for a request, a child's exit or the nearest deadline.
-            var deadline: UInt64?
-            func consider(_ time: UInt64) { deadline = min(deadline ?? time, time) }
-            descriptors.removeAll(keepingCapacity: true)
-            descriptors.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
-            for child in children {
-                if let expiresAt = child.expiresAt { consider(expiresAt) }
-                if let exit = child.exit {
-                    descriptors.append(pollfd(fd: exit, events: Int16(POLLIN), revents: 0))
-                } else {
-                    consider(now.saturatingSum(Self.reapPollInterval))
-                }
-            }
-            for termination in terminations { consider(termination.checkAt) }
-            if wake < 0 { consider(now.saturatingSum(Self.reapPollInterval)) }
-            let timeout = pollTimeout(until: deadline, now: now)
-            if poll(&descriptors, nfds_t(descriptors.count), timeout) < 0, errno != EINTR {
-                // Out of memory for the poll set, or worse: never spin on an error that repeats.
-                usleep(100_000)
-            }
-            if descriptors[0].revents != 0 {
-                var counter: UInt64 = 0
-                _ = read(wake, &counter, MemoryLayout<UInt64>.size)
-            }
-            now = monotonicMicroseconds()
-
-            // Children that ended: every one is asked, a pidfd only says when to ask.
-            var index = 0
-            while index < children.count {
-                let child = children[index]
-                guard let termination = CommandProcess.reap(child.processID) else {
-                    index += 1
+    func pass(now: UInt64, phase: WorkerPhase) -> WorkerWait {
+        reapAndExpire(now: now)
+        let requests = loop.state.withLock { shared in
+            defer { shared.requests.removeAll() }
+            return shared.requests
+        }
+        for request in requests {
+            switch request {
+            case .start(let run, let spec, let timeout):
+                if let guardFailure {
+                    events.finished(
+                        run,
+                        outcome: .notStarted(
+                            description: "not started: touchd cannot keep commands from creating input devices "
+                                + "(\(guardFailure))", errno: guardFailure.errno))
                     continue
                 }
-                if let exit = child.exit { close(exit) }
-                children.remove(at: index)
-                events.finished(child.run, outcome: .ended(termination))
-            }
-            for index in children.indices {
-                guard let expiresAt = children[index].expiresAt, expiresAt <= now else { continue }
-                children[index].expiresAt = nil
-                events.expired(children[index].run)
-            }
-            terminations.removeAll { termination in
-                guard termination.checkAt <= now else { return false }
-                if CommandProcess.groupExists(termination.group) {
-                    guard now >= termination.killAt else { return false }
-                    CommandProcess.signalGroup(termination.group, SIGKILL)
+                switch CommandProcess.spawn(spec, output: output) {
+                case .success(let processID):
+                    events.spawned(run, processID: processID)
+                    children.append(
+                        Child(
+                            run: run, processID: processID, exit: CommandProcess.exitDescriptor(processID),
+                            expiresAt: now.saturatingSum(timeout)))
+                case .failure(let failure):
+                    events.finished(run, outcome: .notStarted(description: failure.description, errno: failure.errno))
                 }
-                events.terminationEnded()
-                return true
+            case .terminate(let group, let grace):
+                if CommandProcess.signalGroup(group, SIGTERM) {
+                    terminations.append(
+                        Termination(
+                            group: group, killAt: now.saturatingSum(grace),
+                            checkAt: now.saturatingSum(min(grace, CommandSupervisor.groupPollInterval))))
+                } else {
+                    events.terminationEnded()
+                }
             }
-            for index in terminations.indices where terminations[index].checkAt <= now {
-                terminations[index].checkAt = min(
-                    now.saturatingSum(Self.groupPollInterval), terminations[index].killAt)
+        }
+
+        // Wait for a request, a child's exit or the nearest deadline.
+        var deadline: UInt64?
+        func consider(_ time: UInt64) { deadline = min(deadline ?? time, time) }
+        for child in children {
+            if let expiresAt = child.expiresAt { consider(expiresAt) }
+            if child.exit == nil { consider(now.saturatingSum(CommandSupervisor.reapPollInterval)) }
+        }
+        for termination in terminations { consider(termination.checkAt) }
+        if case .stopping(let stopDeadline) = phase {
+            // The runner asked every run to end before this stop: done when they all have (requests posted meanwhile,
+            // such as the end of a run that was just spawned, have woken the thread already).
+            let pending = loop.state.withLock { !$0.requests.isEmpty }
+            if (children.isEmpty && terminations.isEmpty && !pending) || now >= stopDeadline { return .end }
+            consider(stopDeadline)
+        }
+        return .until(deadline)
+    }
+
+    func descriptors(into set: inout [pollfd]) {
+        for child in children {
+            if let exit = child.exit { set.append(pollfd(fd: exit, events: Int16(POLLIN), revents: 0)) }
+        }
+    }
+
+    /// A pidfd only says when to ask: the next pass asks every child.
+    func handle(_ ready: ArraySlice<pollfd>, now: UInt64) {}
+
+    /// Children still running are no longer watched.
+    func finish() {
+        for child in children { if let exit = child.exit { close(exit) } }
+        children = []
+    }
+
+    /// Children that ended (every one is asked), children that outlived their timeout, and groups being stopped that
+    /// are gone or due for SIGKILL.
+    private func reapAndExpire(now: UInt64) {
+        var index = 0
+        while index < children.count {
+            let child = children[index]
+            guard let termination = CommandProcess.reap(child.processID) else {
+                index += 1
+                continue
             }
+            if let exit = child.exit { close(exit) }
+            children.remove(at: index)
+            events.finished(child.run, outcome: .ended(termination))
+        }
+        for index in children.indices {
+            guard let expiresAt = children[index].expiresAt, expiresAt <= now else { continue }
+            children[index].expiresAt = nil
+            events.expired(children[index].run)
+        }
+        terminations.removeAll { termination in
+            guard termination.checkAt <= now else { return false }
+            if CommandProcess.groupExists(termination.group) {
+                guard now >= termination.killAt else { return false }
+                CommandProcess.signalGroup(termination.group, SIGKILL)
+            }
+            events.terminationEnded()
+            return true
+        }
+        for index in terminations.indices where terminations[index].checkAt <= now {
+            terminations[index].checkAt = min(
+                now.saturatingSum(CommandSupervisor.groupPollInterval), terminations[index].killAt)
         }
     }
 }

@@ -1,21 +1,18 @@
-import Glibc
 import Logging
 
-/// Carries out one kind of target's actions on threads or tasks of its own. The input thread configures it, hands
-/// it deliveries (it never blocks the caller) and stops it; `touchd simulate --execute` does the same. A new kind of
-/// target is one more conforming type and one more case of ``ExecutorKind`` and `Configuration.TargetDefinition.Kind`.
-protocol Executor: AnyObject, Sendable {
+/// Carries out one kind of target's actions on a thread of its own (a ``Worker``). The input thread configures it and
+/// hands it deliveries (it never blocks the caller); ``WorkerGroup`` stops it. `touchd simulate --execute` does the
+/// same. A new kind of target is one more conforming type and one more case of ``ExecutorKind`` and
+/// `Configuration.TargetDefinition.Kind`.
+protocol Executor: Worker {
     /// Which targets it serves.
     var kind: ExecutorKind { get }
     /// Takes the targets of its kind from a configuration: at start and after each reload taken.
     func configure(_ configuration: Configuration)
     /// Takes deliveries for its targets and returns at once. An array, not a generic sequence: called through `any
     /// Executor`, a generic requirement runs unspecialized, and on the input thread between a touch and its message
-    /// that cost more than building the message (issue 17).
+    /// that cost more than building the message.
     func submit(_ deliveries: [ActionDelivery])
-    /// Finishes what is in flight within `microseconds` (flushes queued messages, or stops running commands), then
-    /// lets everything go. Idempotent.
-    func stop(withinMicroseconds microseconds: UInt64)
     /// Per target name (targets since removed included): its counters as a JSON object for `stats`, and as log
     /// metadata for the line logged at stop.
     var targetReports: [ExecutorTargetReport] { get }
@@ -28,15 +25,8 @@ struct ExecutorTargetReport: Sendable {
     var metadata: Logger.Metadata
 }
 
-/// The executors of every kind, in the order they stop: socket targets first (their queued messages are flushed
-/// while the commands still run), then commands (SIGTERM to their groups, SIGKILL after the grace). Written once for
-/// `touchd run` and `touchd simulate --execute`.
+/// The executors of every kind, for `touchd run` and `touchd simulate --execute`.
 struct Executors: Sendable {
-    /// How long socket targets get to flush at stop.
-    static let socketFlush: UInt64 = 1_000_000
-    /// How long running commands get between SIGTERM and SIGKILL at stop.
-    static let commandGrace: UInt64 = 1_000_000
-
     let sockets: SocketTargetSender
     let commands: CommandRunner
 
@@ -66,14 +56,10 @@ struct Executors: Sendable {
         if !exec.isEmpty { commands.submit(exec) }
     }
 
-    /// Stops them all, in order. `commandsMayFinishWithin`: how long running commands may go on by themselves before
-    /// they get SIGTERM (`touchd simulate --execute` lets them run their timeout's worth; `touchd run` stops them at
-    /// once, since a stopping kiosk should stop).
+    /// Stops them in the workers' order (``WorkerGroup``), for `touchd simulate --execute`, which has no control
+    /// server.
     func stop(commandsMayFinishWithin: UInt64 = 0) {
-        sockets.stop(withinMicroseconds: Self.socketFlush)
-        let deadline = monotonicMicroseconds() &+ commandsMayFinishWithin
-        while commands.runningCount > 0, monotonicMicroseconds() < deadline { usleep(10_000) }
-        commands.stop(withinMicroseconds: Self.commandGrace)
+        WorkerGroup(control: nil, executors: self).stop(commandsMayFinishWithin: commandsMayFinishWithin)
     }
 
     /// Every target's report, sorted by name.

@@ -17,16 +17,16 @@ import TouchModel
 /// A message that was partly written when its connection died is dropped, never resent into a new connection (the
 /// peer would see half a line); one that had not started is sent on the next connection. A failure streak is logged
 /// (rate limited, with the suppressed count) and the recovery says how many messages were dropped meanwhile.
-final class SocketSenderLoop {
+final class SocketSenderLoop: WorkerLoop {
     /// What the thread starts with, handed over from `SocketTargetSender.init`.
     final class Context: Sendable {
-        let core: SocketSenderCore
+        let core: WakeableLoop<SocketSenderCore.State>
         let logger: Logger
         let clock: @Sendable () -> UInt64
         let backoff: SocketTargetSender.Backoff
 
         init(
-            core: SocketSenderCore, logger: Logger, clock: @escaping @Sendable () -> UInt64,
+            core: WakeableLoop<SocketSenderCore.State>, logger: Logger, clock: @escaping @Sendable () -> UInt64,
             backoff: SocketTargetSender.Backoff
         ) {
             self.core = core
@@ -41,16 +41,15 @@ final class SocketSenderLoop {
     /// Messages written to one target before the loop turns to the others.
     static let writeBudget = 64
 
-    private let core: SocketSenderCore
+    private let core: WakeableLoop<SocketSenderCore.State>
     private let logger: Logger
     private let clock: @Sendable () -> UInt64
     private let backoff: SocketTargetSender.Backoff
     private var connections: [String: TargetConnection] = [:]
     private var seenVersion = -1
     private var scratch = [UInt8](repeating: 0, count: 4096)
-    private var pollSet: [pollfd] = []
+    /// The connections `descriptors(into:)` handed to the wait, in order.
     private var polled: [TargetConnection] = []
-    private var pollFailureLog = RateLimit()
 
     init(_ context: Context) {
         core = context.core
@@ -59,27 +58,21 @@ final class SocketSenderLoop {
         backoff = context.backoff
     }
 
-    func run() {
-        while true {
-            core.passes.wrappingAdd(1, ordering: .relaxed)
-            let now = clock()
-            let (version, phase) = core.state.withLock { ($0.version, $0.phase) }
-            if version != seenVersion { reconcile() }
+    func pass(now: UInt64, phase: WorkerPhase) -> WorkerWait {
+        if core.state.withLock({ $0.version }) != seenVersion { reconcile() }
 
-            var wakeAt: UInt64?
-            var writeAgain = false
-            for connection in connections.values {
-                let next = service(connection, now: now)
-                if let deadline = next.wakeAt { wakeAt = min(wakeAt ?? deadline, deadline) }
-                writeAgain = writeAgain || next.writeAgain
-            }
-            if case .stopping(let deadline) = phase {
-                if now >= deadline || isFlushed { break }
-                wakeAt = min(wakeAt ?? deadline, deadline)
-            }
-            wait(until: wakeAt, now: now, immediately: writeAgain)
+        var wakeAt: UInt64?
+        var writeAgain = false
+        for connection in connections.values {
+            let next = service(connection, now: now)
+            if let deadline = next.wakeAt { wakeAt = min(wakeAt ?? deadline, deadline) }
+            writeAgain = writeAgain || next.writeAgain
         }
-        shutDown()
+        if case .stopping(let deadline) = phase {
+            if now >= deadline || isFlushed { return .end }
+            wakeAt = min(wakeAt ?? deadline, deadline)
+        }
+        return writeAgain ? .again : .until(wakeAt)
     }
 
     // MARK: - Configuration
@@ -228,10 +221,8 @@ final class SocketSenderLoop {
 
     // MARK: - Waiting
 
-    private func wait(until wakeAt: UInt64?, now: UInt64, immediately: Bool) {
-        pollSet.removeAll(keepingCapacity: true)
+    func descriptors(into set: inout [pollfd]) {
         polled.removeAll(keepingCapacity: true)
-        pollSet.append(pollfd(fd: core.wakeReceiver, events: Int16(POLLIN), revents: 0))
         for connection in connections.values where connection.socket >= 0 {
             var events: Int32 = 0
             switch connection.phase {
@@ -244,20 +235,14 @@ final class SocketSenderLoop {
             case .disconnected:
                 continue
             }
-            pollSet.append(pollfd(fd: connection.socket, events: Int16(events), revents: 0))
+            set.append(pollfd(fd: connection.socket, events: Int16(events), revents: 0))
             polled.append(connection)
         }
+    }
 
-        let timeout = immediately ? 0 : pollTimeout(until: wakeAt, now: now)
-        let ready = pollOnce(
-            &pollSet, timeout: timeout, now: now, failures: &pollFailureLog, logger: logger,
-            what: "socket target sender")
-        guard ready > 0 else { return }
-
-        let after = clock()
-        if pollSet[0].revents != 0 { _ = UnixSocket.discardInput(core.wakeReceiver, scratch: &scratch) }
-        for (index, connection) in polled.enumerated() {
-            handle(connection, events: Int32(pollSet[index + 1].revents), now: after)
+    func handle(_ ready: ArraySlice<pollfd>, now: UInt64) {
+        for (connection, descriptor) in zip(polled, ready) {
+            handle(connection, events: Int32(descriptor.revents), now: now)
         }
     }
 
@@ -447,11 +432,10 @@ final class SocketSenderLoop {
             && core.state.withLock { $0.entries.values.allSatisfy { $0.queue.isEmpty && $0.remainder == nil } }
     }
 
-    /// Ends the sender: no delivery is accepted any more, what is still queued or half-written is dropped and
-    /// counted, and every socket is closed.
-    private func shutDown() {
+    /// Ends the sender: what is still queued or half-written is dropped and counted, and every socket is closed. (No
+    /// delivery is accepted since the stop began.)
+    func finish() {
         let leftovers = core.state.withLock { state -> [String: Int] in
-            state.phase = .stopped
             var leftovers: [String: Int] = [:]
             for name in state.entries.keys {
                 state.entries[name]!.directSocket = -1

@@ -24,7 +24,7 @@ struct SocketTargetStatistics: Hashable, Sendable {
 
 /// A resource the sender could not get at start.
 struct SocketTargetSenderError: Error, CustomStringConvertible {
-    /// The call that failed, e.g. `socketpair`.
+    /// The call that failed, e.g. `eventfd`.
     var operation: String
     var errno: Int32
 
@@ -40,7 +40,7 @@ struct SocketTargetSenderError: Error, CustomStringConvertible {
 /// buys, measured in the test VM in one boot against `libinput debug-events`: the median ratio of a tap's message went
 /// from 1.99 to 1.51 with it (the action-delivery target is 1.5; docs/performance.md has today's figure).
 /// Everything else goes through the sender thread: it owns every socket, connects and reconnects them, writes the
-/// backlog, and waits in `poll` on them and on a wake-up socket; it sleeps without a timeout while nothing is queued
+/// backlog, and waits in `poll` on them and on a wake-up eventfd; it sleeps without a timeout while nothing is queued
 /// and every target is connected or waiting for something to send. Each target has a bounded queue that drops its
 /// oldest message when full, so a peer that stops reading costs the rest of the daemon nothing. See
 /// `SocketSenderLoop` for connecting, reconnecting and logging, and `SocketSenderCore.Entry.directSocket` for the
@@ -56,9 +56,8 @@ final class SocketTargetSender: Sendable {
         static let standard = Backoff(initial: 50_000, maximum: 5_000_000)
     }
 
-    private let core: SocketSenderCore
-    private let clock: @Sendable () -> UInt64
-    private let thread: WorkerThread
+    private let core: WakeableLoop<SocketSenderCore.State>
+    private let queueCapacity: Int
 
     /// Starts the sender thread.
     ///
@@ -74,11 +73,16 @@ final class SocketTargetSender: Sendable {
     ) throws {
         precondition(queueCapacity > 0, "a socket target's queue needs room for at least one message")
         precondition(backoff.initial > 0 && backoff.initial <= backoff.maximum, "the backoff must grow from above 0")
-        let wake = try UnixSocket.wakePair().get()
-        core = SocketSenderCore(capacity: queueCapacity, wakeReceiver: wake.receiver, wakeSender: wake.sender)
-        self.clock = clock
-        thread = try Self.startSenderThread(
-            SocketSenderLoop.Context(core: core, logger: logger, clock: clock, backoff: backoff))
+        core = WakeableLoop(
+            SocketSenderCore.State(), name: "touchd-sender", title: "socket target sender", logger: logger,
+            clock: clock)
+        self.queueCapacity = queueCapacity
+        let context = SocketSenderLoop.Context(core: core, logger: logger, clock: clock, backoff: backoff)
+        do {
+            try core.start { SocketSenderLoop(context) }
+        } catch {
+            throw SocketTargetSenderError(operation: error.operation, errno: error.errno)
+        }
     }
 
     deinit {
@@ -106,7 +110,7 @@ final class SocketTargetSender: Sendable {
             for (name, target) in targets where state.entries[name] == nil {
                 state.nextSerial += 1
                 state.entries[name] = SocketSenderCore.Entry(
-                    target: target, serial: state.nextSerial, queue: BoundedQueue(capacity: core.capacity))
+                    target: target, serial: state.nextSerial, queue: BoundedQueue(capacity: queueCapacity))
                 if state.statistics[name] == nil { state.statistics[name] = SocketTargetStatistics() }
             }
             // The counters are in the order their targets first appeared: the oldest removed ones go first.
@@ -122,7 +126,7 @@ final class SocketTargetSender: Sendable {
             state.version += 1
             return true
         }
-        if accepted { UnixSocket.wake(core.wakeSender) }
+        if accepted { core.wake() }
     }
 
     /// Queues one delivery for its target and returns at once.
@@ -175,20 +179,13 @@ final class SocketTargetSender: Sendable {
             }
             return wake
         }
-        if wake { UnixSocket.wake(core.wakeSender) }
+        if wake { core.wake() }
     }
 
     /// Sends what is queued for at most `flushTimeoutMicroseconds` (counting what cannot be sent in time as
     /// dropped), closes every socket and joins the thread. Idempotent; a second caller waits for the first.
     func stop(flushTimeoutMicroseconds: UInt64) {
-        let now = clock()
-        let begun = core.state.withLock { state -> Bool in
-            guard case .running = state.phase else { return false }
-            state.phase = .stopping(deadline: now.saturatingSum(flushTimeoutMicroseconds))
-            return true
-        }
-        if begun { UnixSocket.wake(core.wakeSender) }
-        thread.join()
+        core.stop(withinMicroseconds: flushTimeoutMicroseconds)
     }
 
     /// Per target name (including targets since removed): sent, dropped, failed, connected, queued.
@@ -210,26 +207,10 @@ final class SocketTargetSender: Sendable {
     var loopPasses: Int {
         core.passes.load(ordering: .relaxed)
     }
-
-    /// Starts the sender thread with every signal blocked, so signals go to the threads that handle them (and a
-    /// `SIGPIPE` could never end the process from here, even without `MSG_NOSIGNAL`).
-    private static func startSenderThread(_ context: SocketSenderLoop.Context) throws -> WorkerThread {
-        var all = sigset_t()
-        var previous = sigset_t()
-        sigfillset(&all)
-        pthread_sigmask(SIG_SETMASK, &all, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-
-        do {
-            return try startThread(named: "touchd-sender") { SocketSenderLoop(context).run() }
-        } catch {
-            throw SocketTargetSenderError(operation: "pthread_create", errno: error.errno)
-        }
-    }
 }
 
-/// What the callers and the sender thread share: the queues and counters behind one lock, and the wake-up socket.
-final class SocketSenderCore: Sendable {
+/// What the callers and the sender thread share: the queues and counters, behind the sender's loop's lock.
+enum SocketSenderCore {
     /// One configured target's queue. `serial` tells a target apart from an earlier one of the same name.
     struct Entry: Sendable {
         var target: Configuration.SocketTarget
@@ -295,15 +276,7 @@ final class SocketSenderCore: Sendable {
         delivery.jsonBytes(terminator: target.type == .stream ? UInt8(ascii: "\n") : nil)
     }
 
-    enum Phase: Sendable {
-        case running
-        /// `stop` was called: no new deliveries; the thread flushes until `deadline`, then ends.
-        case stopping(deadline: UInt64)
-        /// The thread has ended.
-        case stopped
-    }
-
-    struct State: Sendable {
+    struct State: WorkerState {
         /// Per configured target. Searched by name on the input thread for every message: no hashing there.
         var entries: SmallMap<String, Entry> = [:]
         /// Per target name, including targets since removed.
@@ -312,7 +285,8 @@ final class SocketSenderCore: Sendable {
         var version = 0
         var nextSerial = 0
         var unknownTargetDeliveries = 0
-        var phase = Phase.running
+        /// Once `stop` has begun: no new deliveries; the thread flushes until the deadline, then ends.
+        var phase = WorkerPhase.running
 
         /// Changes the counters of `target`, adding them when it has none yet (`configure` adds them for every
         /// target). Found by position rather than through a subscript with a default, which is one more closure.
@@ -325,27 +299,6 @@ final class SocketSenderCore: Sendable {
                 statistics[target] = counters
             }
         }
-    }
-
-    let state = Mutex(State())
-    /// Passes the thread has made through its loop: shows that an idle sender does not wake.
-    let passes = Atomic<Int>(0)
-    let capacity: Int
-    /// The thread polls this end of the wake-up pair…
-    let wakeReceiver: Int32
-    /// …and callers write a byte to this one.
-    let wakeSender: Int32
-
-    init(capacity: Int, wakeReceiver: Int32, wakeSender: Int32) {
-        self.capacity = capacity
-        self.wakeReceiver = wakeReceiver
-        self.wakeSender = wakeSender
-    }
-
-    /// Both the sender and the thread hold the core, so the wake-up sockets outlive every `submit` and the thread.
-    deinit {
-        close(wakeReceiver)
-        close(wakeSender)
     }
 }
 

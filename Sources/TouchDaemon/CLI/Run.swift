@@ -115,20 +115,22 @@ struct Run: ParsableCommand {
             control = started.server
             controlProblem = started.problem
         }
+        let executors = Executors(sockets: sockets, commands: commands)
+        let workers = WorkerGroup(control: control, executors: executors)
         let path = options.config
         let lock = instanceLock
         let yieldOnSend = yieldOnSend
         let status = runOnDedicatedThread(name: "touchd-input") {
             Daemon(
                 configurationPath: path, configuration: configuration, scene: scene, logger: logger,
-                notifier: notifier, executors: Executors(sockets: sockets, commands: commands), control: control,
+                notifier: notifier, executors: executors, control: control, workers: workers,
                 controlProblem: controlProblem, strictPermissions: strictPermissions, instanceLock: lock,
                 yieldOnSend: yieldOnSend
             ).run(signals: signals)
         }
-        // Already done by a clean shutdown; here for the paths that return early. No child outlives touchd.
-        commands.stop(withinMicroseconds: Executors.commandGrace)
-        control?.stop(flushTimeoutMicroseconds: 0)
+        // Already done by a clean shutdown (Daemon's, between its last effects and its last log lines); here for the
+        // paths that return early. No child outlives touchd.
+        workers.stop()
         if status != 0 { throw ExitCode(status) }
     }
 
@@ -205,32 +207,4 @@ enum LogLevel: String, CaseIterable, ExpressibleByArgument {
     case trace, debug, info, notice, warning, error, critical
 
     var level: Logger.Level { Logger.Level(rawValue: rawValue) ?? .info }
-}
-
-/// Runs `body` on a new thread of its own, named `name` (as `top -H` shows it), and waits for its result.
-func runOnDedicatedThread(name: String, _ body: @escaping @Sendable () -> Int32) -> Int32 {
-    /// Handed to the thread and read back after `pthread_join`, which orders the two accesses.
-    final class Context: @unchecked Sendable {
-        let name: String
-        let body: @Sendable () -> Int32
-        var result: Int32 = 0
-        init(name: String, body: @escaping @Sendable () -> Int32) {
-            self.name = name
-            self.body = body
-        }
-    }
-    let context = Context(name: name, body: body)
-    var thread = pthread_t()
-    let created = pthread_create(
-        &thread, nil,
-        { argument in
-            let context = Unmanaged<Context>.fromOpaque(argument!).takeUnretainedValue()
-            // Linux limits thread names to 15 bytes.
-            _ = touchd_set_thread_name(String(context.name.prefix(15)))
-            context.result = context.body()
-            return nil
-        }, Unmanaged.passUnretained(context).toOpaque())
-    guard created == 0 else { return body() }
-    pthread_join(thread, nil)
-    return context.result
 }

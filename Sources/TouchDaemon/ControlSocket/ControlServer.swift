@@ -21,7 +21,8 @@ struct ControlServerStatistics: Hashable, Sendable {
     var acceptErrors = 0
     /// File descriptors received over SCM_RIGHTS, all closed unread.
     var receivedDescriptors = 0
-    /// Passes of the server thread through its `poll` loop: it grows with work, never while the server is idle.
+    /// Passes of the server thread through its `poll` loop (``WakeableLoop/passes``): it grows with work, never while
+    /// the server is idle.
     var wakeups = 0
 }
 
@@ -79,9 +80,22 @@ final class ControlServer: Sendable {
         var description: String { "\(operation): \(UnixSocket.describe(errno))" }
     }
 
-    private let core: ControlServerCore
-    private let clock: @Sendable () -> UInt64
-    private let thread: WorkerThread
+    /// What callers and the server thread share.
+    struct Shared: WorkerState {
+        /// From the input thread, not yet applied.
+        var inbox: [ControlMessage] = []
+        /// For the input thread, not yet taken.
+        var notes: [ControlNote] = []
+        /// Once `stop` has begun, `post` is ignored; the thread says goodbye, flushes until the deadline, then ends.
+        var phase = WorkerPhase.running
+        var statistics = ControlServerStatistics()
+        /// The hello reply's `generation`.
+        var generation: Int
+    }
+
+    private let core: WakeableLoop<Shared>
+    /// Readable while notes wait for the input thread.
+    private let notes: WakeDescriptor
 
     /// Starts the server thread on `listener`, which the server owns from here on (closed, and unlinked when
     /// standalone, by `stop`).
@@ -98,30 +112,22 @@ final class ControlServer: Sendable {
         precondition(settings.maxQueuedLines > 0 && settings.maxQueuedBytes > 0, "the queues need room")
         precondition(settings.requestBurst > 0 && settings.requestsPerSecond > 0, "requests must be allowed")
         precondition(settings.acceptBackoffInitial > 0, "the accept backoff must be above 0")
-        let notes = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
-        guard notes >= 0 else {
+        guard let notes = WakeDescriptor() else {
             let error = errno
             listener.close()
             throw StartError(operation: "eventfd", errno: error)
         }
-        let wake: (receiver: Int32, sender: Int32)
-        switch UnixSocket.wakePair() {
-        case .success(let pair): wake = pair
-        case .failure(let error):
-            close(notes)
-            listener.close()
-            throw StartError(operation: error.operation, errno: error.errno)
-        }
-        core = ControlServerCore(
-            noteDescriptor: notes, wakeReceiver: wake.receiver, wakeSender: wake.sender, generation: generation)
-        self.clock = clock
+        self.notes = notes
+        core = WakeableLoop(
+            Shared(generation: generation), name: "touchd-control", title: "control socket", logger: logger,
+            clock: clock)
         let context = ControlServerLoop.Context(
-            core: core, listener: listener, settings: settings, logger: logger, clock: clock)
+            core: core, notes: notes, listener: listener, settings: settings, logger: logger, clock: clock)
         do {
-            thread = try startThread(named: "touchd-control") { ControlServerLoop(context).run() }
+            try core.start { ControlServerLoop(context) }
         } catch {
             listener.close()
-            throw StartError(operation: "pthread_create", errno: error.errno)
+            throw StartError(operation: error.operation, errno: error.errno)
         }
     }
 
@@ -131,13 +137,12 @@ final class ControlServer: Sendable {
 
     /// An eventfd that becomes readable when notes are waiting; the input thread polls it. Open as long as the
     /// server exists (after `stop` too): stop polling it before releasing the server.
-    var noteFileDescriptor: Int32 { core.noteDescriptor }
+    var noteFileDescriptor: Int32 { notes.fileDescriptor }
 
     /// Takes every waiting note (and clears the readable state). Called on the input thread; never blocks.
     func takeNotes() -> [ControlNote] {
         // Clear first: a note added after this read makes the descriptor readable again, so none waits unseen.
-        var counter: UInt64 = 0
-        _ = read(core.noteDescriptor, &counter, MemoryLayout<UInt64>.size)
+        notes.clear()
         return core.state.withLock { state in
             defer { state.notes = [] }
             return state.notes
@@ -154,30 +159,25 @@ final class ControlServer: Sendable {
             state.inbox.append(contentsOf: messages)
             return wasEmpty
         }
-        if wake { UnixSocket.wake(core.wakeSender) }
+        if wake { core.wake() }
     }
 
     /// The hello reply's `generation`; the input thread calls it after each successful reload.
     func setGeneration(_ generation: Int) {
-        core.generation.store(generation, ordering: .relaxed)
+        core.state.withLock { $0.generation = generation }
     }
 
     /// Sends `{"type":"shutdown","seq":N}` to every client, flushes for at most `flushTimeoutMicroseconds`, closes
     /// everything (listener included; unlinks a standalone socket), joins the thread. Idempotent; a second caller
     /// waits for the first.
     func stop(flushTimeoutMicroseconds: UInt64) {
-        let now = clock()
-        let begun = core.state.withLock { state -> Bool in
-            guard case .running = state.phase else { return false }
-            state.phase = .stopping(deadline: now.saturatingSum(flushTimeoutMicroseconds))
-            return true
-        }
-        if begun { UnixSocket.wake(core.wakeSender) }
-        thread.join()
+        core.stop(withinMicroseconds: flushTimeoutMicroseconds)
     }
 
     var statistics: ControlServerStatistics {
-        core.state.withLock { $0.statistics }
+        var statistics = core.state.withLock { $0.statistics }
+        statistics.wakeups = core.passes.load(ordering: .relaxed)
+        return statistics
     }
 
     /// The role a peer gets from its credentials (docs/control-socket.md, "Who may connect"); nil: refused.
@@ -200,58 +200,9 @@ final class ControlServer: Sendable {
 
 }
 
-/// What the server's callers and its thread share: the mailboxes and counters behind one lock, and the descriptors
-/// that wake each side.
-final class ControlServerCore: Sendable {
-    enum Phase: Sendable {
-        case running
-        /// `stop` was called: the thread says goodbye, flushes until `deadline`, then ends.
-        case stopping(deadline: UInt64)
-        /// The thread has ended.
-        case stopped
-    }
+extension ControlServer: ControlChannel, Worker {
+    func stop(withinMicroseconds microseconds: UInt64) { stop(flushTimeoutMicroseconds: microseconds) }
 
-    struct State: Sendable {
-        /// From the input thread, not yet applied.
-        var inbox: [ControlMessage] = []
-        /// For the input thread, not yet taken.
-        var notes: [ControlNote] = []
-        var phase = Phase.running
-        var statistics = ControlServerStatistics()
-    }
-
-    let state = Mutex(State())
-    let generation: Atomic<Int>
-    /// The eventfd the input thread polls.
-    let noteDescriptor: Int32
-    /// The server thread polls this end of the wake-up pair…
-    let wakeReceiver: Int32
-    /// …and `post` and `stop` write a byte to this one.
-    let wakeSender: Int32
-
-    init(noteDescriptor: Int32, wakeReceiver: Int32, wakeSender: Int32, generation: Int) {
-        self.noteDescriptor = noteDescriptor
-        self.wakeReceiver = wakeReceiver
-        self.wakeSender = wakeSender
-        self.generation = Atomic(generation)
-    }
-
-    deinit {
-        close(noteDescriptor)
-        close(wakeReceiver)
-        close(wakeSender)
-    }
-
-    /// Hands notes to the input thread and makes its descriptor readable.
-    func publish(_ notes: [ControlNote]) {
-        guard !notes.isEmpty else { return }
-        state.withLock { $0.notes.append(contentsOf: notes) }
-        var one: UInt64 = 1
-        _ = write(noteDescriptor, &one, MemoryLayout<UInt64>.size)
-    }
-}
-
-extension ControlServer: ControlChannel {
     var counters: [(name: String, value: Int)] {
         let statistics = self.statistics
         return [

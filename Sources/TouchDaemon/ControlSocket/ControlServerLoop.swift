@@ -22,20 +22,22 @@ import Logging
 ///   `overflowGrace`.
 /// - A write error or the peer hanging up frees it at once; the input thread hears `disconnected` once, when it
 ///   ever forwarded a request.
-final class ControlServerLoop {
+final class ControlServerLoop: WorkerLoop {
     /// What the thread starts with, handed over from `ControlServer.init`.
     final class Context: Sendable {
-        let core: ControlServerCore
+        let core: WakeableLoop<ControlServer.Shared>
+        let notes: WakeDescriptor
         let listener: ControlListener.Socket
         let settings: ControlServer.Settings
         let logger: Logger
         let clock: @Sendable () -> UInt64
 
         init(
-            core: ControlServerCore, listener: ControlListener.Socket, settings: ControlServer.Settings,
-            logger: Logger, clock: @escaping @Sendable () -> UInt64
+            core: WakeableLoop<ControlServer.Shared>, notes: WakeDescriptor, listener: ControlListener.Socket,
+            settings: ControlServer.Settings, logger: Logger, clock: @escaping @Sendable () -> UInt64
         ) {
             self.core = core
+            self.notes = notes
             self.listener = listener
             self.settings = settings
             self.logger = logger
@@ -54,7 +56,9 @@ final class ControlServerLoop {
     /// Bytes written to one connection per pass.
     static let writeBudget = 262_144
 
-    private let core: ControlServerCore
+    private let core: WakeableLoop<ControlServer.Shared>
+    /// Readable while notes wait for the input thread.
+    private let noteSignal: WakeDescriptor
     private let listener: ControlListener.Socket
     private var listenerOpen = true
     private let settings: ControlServer.Settings
@@ -78,17 +82,17 @@ final class ControlServerLoop {
 
     private var scratch = [UInt8](repeating: 0, count: 16_384)
     private var control = [UInt8](repeating: 0, count: 512)
-    private var pollSet: [pollfd] = []
+    /// The connections `descriptors(into:)` handed to the wait, in order.
     private var polled: [ControlConnection] = []
 
     private var overCapacityLog = RateLimit()
     private var descriptorLog = RateLimit()
     private var overflowLog = RateLimit()
     private var timeoutLog = RateLimit()
-    private var pollFailureLog = RateLimit()
 
     init(_ context: Context) {
         core = context.core
+        noteSignal = context.notes
         listener = context.listener
         settings = context.settings
         logger = context.logger
@@ -96,29 +100,27 @@ final class ControlServerLoop {
         acceptBackoff = context.settings.acceptBackoffInitial
     }
 
-    func run() {
-        while true {
-            count { $0.wakeups.saturatingAdd(1) }
-            let now = clock()
-            let (messages, phase) = core.state.withLock { state in
-                defer { state.inbox = [] }
-                return (state.inbox, state.phase)
-            }
-            if case .stopping(let deadline) = phase, !stopping { beginShutdown(now: now, deadline: deadline) }
-            apply(messages, now: now)
-            expire(now: now)
-            for connection in Array(clients.values)
-            where connection.hasPendingInput(maxLineBytes: settings.maxLineBytes) {
-                handleInput(connection, now: now)
-            }
-            writeAgain = false
-            for connection in Array(clients.values) { flush(connection, now: now) }
-            core.publish(notes)
-            notes = []
-            if stopping && (clients.isEmpty || now >= stopDeadline) { break }
-            wait(now: now)
+    func pass(now: UInt64, phase: WorkerPhase) -> WorkerWait {
+        let messages = core.state.withLock { state in
+            defer { state.inbox = [] }
+            return state.inbox
         }
-        shutDown()
+        if case .stopping(let deadline) = phase, !stopping { beginShutdown(now: now, deadline: deadline) }
+        apply(messages, now: now)
+        expire(now: now)
+        for connection in Array(clients.values)
+        where connection.hasPendingInput(maxLineBytes: settings.maxLineBytes) {
+            handleInput(connection, now: now)
+        }
+        writeAgain = false
+        for connection in Array(clients.values) { flush(connection, now: now) }
+        publishNotes()
+        if stopping && (clients.isEmpty || now >= stopDeadline) { return .end }
+        // Lines left for the next pass are work to do now, not a reason to wait.
+        let inputWaits = clients.values.contains { $0.hasPendingInput(maxLineBytes: settings.maxLineBytes) }
+        let again = writeAgain || readAgain || inputWaits
+        readAgain = false
+        return again ? .again : .until(nextDeadline())
     }
 
     // MARK: - Messages from the input thread
@@ -284,12 +286,10 @@ final class ControlServerLoop {
 
     // MARK: - Waiting
 
-    private func wait(now: UInt64) {
-        pollSet.removeAll(keepingCapacity: true)
+    func descriptors(into set: inout [pollfd]) {
         polled.removeAll(keepingCapacity: true)
-        pollSet.append(pollfd(fd: core.wakeReceiver, events: Int16(POLLIN), revents: 0))
         let pollListener = listenerOpen && acceptPausedUntil == nil
-        pollSet.append(pollfd(fd: pollListener ? listener.fileDescriptor : -1, events: Int16(POLLIN), revents: 0))
+        set.append(pollfd(fd: pollListener ? listener.fileDescriptor : -1, events: Int16(POLLIN), revents: 0))
         for connection in clients.values {
             var events: Int32 = 0
             if connection.wantsInput(maxPending: settings.maxPendingRequests, maxLineBytes: settings.maxLineBytes) {
@@ -297,25 +297,17 @@ final class ControlServerLoop {
             }
             if connection.writeBlocked { events |= Int32(POLLOUT) }
             // Polled even with no events: POLLHUP and POLLERR always report a peer that is gone.
-            pollSet.append(pollfd(fd: connection.socket, events: Int16(events), revents: 0))
+            set.append(pollfd(fd: connection.socket, events: Int16(events), revents: 0))
             polled.append(connection)
         }
+    }
 
-        // Lines left for the next pass are work to do now, not a reason to wait.
-        let inputWaits = clients.values.contains { $0.hasPendingInput(maxLineBytes: settings.maxLineBytes) }
-        let timeout = writeAgain || readAgain || inputWaits ? 0 : pollTimeout(until: nextDeadline(), now: now)
-        readAgain = false
-        let ready = pollOnce(
-            &pollSet, timeout: timeout, now: now, failures: &pollFailureLog, logger: logger, what: "control socket")
-        guard ready > 0 else { return }
-
-        let after = clock()
-        if pollSet[0].revents != 0 { _ = UnixSocket.discardInput(core.wakeReceiver, scratch: &scratch) }
-        if pollSet[1].revents != 0 { accept(now: after) }
-        for (index, connection) in polled.enumerated() {
-            let events = Int32(pollSet[index + 2].revents)
+    func handle(_ ready: ArraySlice<pollfd>, now: UInt64) {
+        if ready.first!.revents != 0 { accept(now: now) }
+        for (connection, descriptor) in zip(polled, ready.dropFirst()) {
+            let events = Int32(descriptor.revents)
             guard events != 0, clients[connection.id] === connection else { continue }
-            handle(connection, events: events, now: after)
+            handle(connection, events: events, now: now)
         }
     }
 
@@ -672,7 +664,7 @@ final class ControlServerLoop {
             }
             connection.phase = .ready
             let hello = ControlProtocol.hello(
-                id: id, server: settings.serverName, generation: core.generation.load(ordering: .relaxed),
+                id: id, server: settings.serverName, generation: core.state.withLock { $0.generation },
                 role: connection.role, client: connection.id)
             reply(connection, .plain(self.line(hello)), now: now)
         case .success(.request(let id, let command)):
@@ -803,18 +795,22 @@ final class ControlServerLoop {
     }
 
     /// The thread ends: whatever is left is closed; the input thread hears about every connection it knew.
-    private func shutDown() {
+    func finish() {
         for connection in Array(clients.values) { close(connection, reason: "touchd is stopping") }
         if listenerOpen {
             listener.close()
             listenerOpen = false
         }
-        core.publish(notes)
+        publishNotes()
+        core.state.withLock { $0.inbox = [] }
+    }
+
+    /// Hands the pass's notes to the input thread and makes its descriptor readable.
+    private func publishNotes() {
+        guard !notes.isEmpty else { return }
+        core.state.withLock { $0.notes.append(contentsOf: notes) }
+        noteSignal.wake()
         notes = []
-        core.state.withLock { state in
-            state.phase = .stopped
-            state.inbox = []
-        }
     }
 
     // MARK: - Helpers

@@ -10,7 +10,7 @@ import TouchModel
 ///
 /// A private control (`private = true`) and the gesture recognizers attached to it are never registered for an
 /// observer's subscription, and its state events skip observers: on a PIN pad its touches are the keystrokes, which
-/// only controllers may watch, as they alone may watch live positions (issue 44).
+/// only controllers may watch, as they alone may watch live positions.
 struct ControlSubscriptions {
     /// The kinds of events a subscriber can ask for (docs/control-socket.md, "Events").
     enum Kind: String, CaseIterable, Sendable {

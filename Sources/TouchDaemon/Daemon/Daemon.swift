@@ -18,6 +18,8 @@ final class Daemon {
     private let notifier: Notifier
     /// Socket targets and commands.
     let executors: Executors
+    /// The executors and the control server, stopped in their order at shutdown.
+    private let workers: WorkerGroup
     var input: LibinputContext?
     /// From each frame's libinput timestamp to its actions being handed to their executor.
     private(set) var processing = LatencyHistogram()
@@ -54,7 +56,7 @@ final class Daemon {
 
     init(
         configurationPath: String, configuration: Configuration, scene: Scene, logger: Logger, notifier: Notifier,
-        executors: Executors, control: (any ControlChannel)?,
+        executors: Executors, control: (any ControlChannel)?, workers: WorkerGroup,
         controlProblem: String? = nil, strictPermissions: Bool = false, instanceLock: InstanceLock? = nil,
         yieldOnSend: Bool = false
     ) {
@@ -69,6 +71,7 @@ final class Daemon {
         self.notifier = notifier
         self.executors = executors
         self.control = control
+        self.workers = workers
     }
 
     /// Runs until SIGTERM or SIGINT; returns the exit status.
@@ -403,9 +406,8 @@ final class Daemon {
         handOver()
         // The application reads the panels directly again (its twins' contacts were cancelled above).
         input?.releaseFilter()
-        // Subscribers get a shutdown line first, so they know the connection's end is not a crash.
-        control?.stop(flushTimeoutMicroseconds: 500_000)
-        executors.stop()
+        // Control subscribers get their shutdown line, socket targets are flushed, commands stopped (WorkerGroup).
+        workers.stop()
         // From libinput's event timestamp to the executor (the contract's figure), and the in-process part of it.
         var latency = processing.summary.mapValues { Logger.MetadataValue.string($0) }
         for (key, value) in handling.summary where key != "samples" { latency["handling_\(key)"] = .string(value) }

@@ -113,25 +113,6 @@ enum UnixSocket {
         }
     }
 
-    /// A connected pair of non-blocking, close-on-exec stream sockets: `[0]` to wait on, `[1]` to wake it.
-    ///
-    /// This is what `eventfd(2)` would do, but Swift's Glibc module does not include `sys/eventfd.h`, and a socket
-    /// pair needs no C module of our own. The corresponding C function is `socketpair`.
-    static func wakePair() -> Result<(receiver: Int32, sender: Int32), SocketTargetSenderError> {
-        var descriptors: [Int32] = [-1, -1]
-        let type = Int32(bitPattern: SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)
-        guard socketpair(AF_UNIX, type, 0, &descriptors) == 0 else {
-            return .failure(SocketTargetSenderError(operation: "socketpair", errno: errno))
-        }
-        return .success((descriptors[0], descriptors[1]))
-    }
-
-    /// Makes `receiver` of a wake pair readable. A full buffer (EAGAIN) means a wake-up is already pending.
-    static func wake(_ sender: Int32) {
-        var byte: UInt8 = 1
-        _ = Glibc.send(sender, &byte, 1, sendFlags)
-    }
-
     /// A message for `error`, e.g. "No such file or directory".
     static func describe(_ error: Int32) -> String {
         String(cString: strerror(error))

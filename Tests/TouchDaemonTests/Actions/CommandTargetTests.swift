@@ -826,3 +826,16 @@ private struct ProcessStat {
         return all().filter { $0.stat.parent == me && $0.stat.state == "Z" }.map(\.pid)
     }
 }
+
+extension CommandRunner {
+    /// ``stop(graceMicroseconds:)`` from a test's task: the blocking stop runs on a thread of its own, so no thread of
+    /// the pool waits.
+    fileprivate func shutdown(graceMicroseconds: UInt64) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                self.stop(graceMicroseconds: graceMicroseconds)
+                continuation.resume()
+            }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import Glibc
+
+/// One of touchd's threads besides the input thread: the socket sender, the control server or the command runner.
+/// Each runs a ``WakeableLoop``; its thread starts with the worker (the command runner's at its first command), and
+/// ``WorkerGroup`` stops them all in one order.
+protocol Worker: AnyObject, Sendable {
+    /// Finishes what is in flight within `microseconds` (flushes queued messages, says goodbye to clients, or stops
+    /// running commands), then lets everything go and ends its thread. Idempotent; a second caller waits for the
+    /// first.
+    func stop(withinMicroseconds microseconds: UInt64)
+}
+
+/// touchd's workers and the one order they stop in, the reverse of the order `touchd run` makes them in (as
+/// swift-service-lifecycle's `ServiceGroup` shuts its services down): written once for `touchd run`, its early exits
+/// included, and `touchd simulate --execute` (which has no control server). Each worker starts its thread when it is
+/// made (the command runner at its first command), so that tests and `simulate` can use one on its own.
+///
+/// 1. The control server, within 500 ms: subscribers get their `shutdown` line and have it flushed, so they know the
+///    connection's end is not a crash.
+/// 2. The socket targets, within 1 s: their queued messages are flushed while the commands still run.
+/// 3. The commands: SIGTERM to their process groups, SIGKILL after 1 s of grace.
+struct WorkerGroup: Sendable {
+    /// How long the control server has to flush its clients' last lines.
+    static let controlFlush: UInt64 = 500_000
+    /// How long socket targets have to flush at stop.
+    static let socketFlush: UInt64 = 1_000_000
+    /// How long running commands get between SIGTERM and SIGKILL at stop.
+    static let commandGrace: UInt64 = 1_000_000
+
+    let control: (any Worker)?
+    let executors: Executors
+
+    /// Stops every worker, in order. `commandsMayFinishWithin`: how long running commands may go on by themselves
+    /// before they get SIGTERM (`touchd simulate --execute` lets them run their timeout's worth; `touchd run` stops
+    /// them at once, since a stopping kiosk should stop). Idempotent.
+    func stop(commandsMayFinishWithin: UInt64 = 0) {
+        control?.stop(withinMicroseconds: Self.controlFlush)
+        executors.sockets.stop(withinMicroseconds: Self.socketFlush)
+        let deadline = monotonicMicroseconds() &+ commandsMayFinishWithin
+        while executors.commands.runningCount > 0, monotonicMicroseconds() < deadline { usleep(10_000) }
+        executors.commands.stop(withinMicroseconds: Self.commandGrace)
+    }
+}
