@@ -113,6 +113,75 @@ struct ConfigurationDocsTests {
         }
     }
 
+    @Test("the loader reads every table with its schema: a misspelt key anywhere gets its suggestion")
+    func misspeltKeysThroughTheLoader() {
+        let text = """
+            outptu = 1
+            [output]
+            width = 100
+            height = 100
+            widht = 1
+            [input]
+            saet = "seat0"
+            [[device]]
+            match_name = "x"
+            match_nmae = "x"
+            region = { x = 0, y = 0, width = 10, height = 10, heigth = 1 }
+            [tracking]
+            max_contact = 1
+            [control_socket]
+            max_client = 1
+            [filter]
+            cancel_wiht = "lift"
+            [targets.k]
+            socket = "/run/kiosk/k.sock"
+            responds_to = ["a"]
+            socket_typ = "stream"
+            [targets.e]
+            exec = ["/bin/true"]
+            responds_to = ["a"]
+            timeout = 1
+            [application]
+            targte = "k"
+            [[screen]]
+            id = "s"
+            groups = ["g"]
+            initail = true
+            [[group]]
+            id = "g"
+            to_ap = true
+            [[control]]
+            id = "c"
+            frame = { x = 0, y = 0, width = 10, height = 10 }
+            selectd = true
+            actions = [{ events = ["touchDown"], acton = "a" }]
+            [[gesture]]
+            id = "p"
+            kind = "pinch"
+            circle = { cx = 5, cy = 5, r = 5, cxx = 1 }
+            fingres = 2
+            actions = [{ evnets = ["began"], action = "a" }]
+            [idle]
+            timeout = 1
+            """
+        let problems = Set(TestSupport.problemLines(ConfigurationLoader.load(text: text, path: "t.toml")))
+        let expected = [
+            "outptu": "output", "output.widht": "width", "input.saet": "seat", "device[0].match_nmae": "match_name",
+            "device[0].region.heigth": "height", "tracking.max_contact": "max_contacts",
+            "control_socket.max_client": "max_clients", "filter.cancel_wiht": "cancel_with",
+            "targets.k.socket_typ": "socket_type", "targets.e.timeout": "timeout_ms", "application.targte": "target",
+            "screen[0].initail": "initial", "group[0].to_ap": "to_app", "control[0].selectd": "selected",
+            "control[0].actions[0].acton": "action", "gesture[0].circle.cxx": "cx", "gesture[0].fingres": "fingers",
+            "gesture[0].actions[0].evnets": "events", "idle.timeout": "timeout_s",
+        ]
+        for (path, key) in expected {
+            let typo = String(path.split(separator: ".").last ?? "")
+            #expect(
+                problems.contains { $0.contains(": error: \(path): unknown key '\(typo)' (did you mean '\(key)'?)") },
+                "\(path): \(problems.sorted())")
+        }
+    }
+
     @Test("a key of another kind is refused as the table says, and only once the kind is known")
     func keysOfOtherKinds() throws {
         #expect(

@@ -51,7 +51,7 @@ enum ConfigurationLoader {
                 ))
         }
         let log = ProblemLog(root: root)
-        var decoder = Decoder(root: TableReader(root, path: "", log: log))
+        var decoder = Decoder(root: TableReader(root, path: "", log: log, schema: Schema.root.schema))
         let configuration = decoder.decode()
         if let configuration, log.problems.isEmpty {
             return .success(configuration)
@@ -126,8 +126,8 @@ private struct Decoder {
         /// `to_app` as each group says it; a control inherits its innermost group's.
         var groupToApp: [String: (value: Bool, path: String)] = [:]
         for (table, id) in zip(groupTables, groupIDs) {
-            let toApp = Schema.group.toApp
-            if let id, let value = table.read(toApp) { groupToApp[id] = (value, table.keyPath(toApp.name)) }
+            let key = Schema.group.toApp
+            if let toApp = table.read(key), let id { groupToApp[id] = (toApp, table.keyPath(key.name)) }
             if let group = decodeGroup(table, id: id, groups: knownGroups, targets: targetsByName) {
                 groups.append(group)
             }
@@ -256,8 +256,7 @@ private struct Decoder {
         }
         return Configuration.ControlSocket(
             enabled: enabled, path: path ?? keys.socket.defaultValue, group: table[keys.group],
-            adminGroup: table[keys.adminGroup],
-            maximumClients: table[keys.maximumClients])
+            adminGroup: table[keys.adminGroup], maximumClients: table[keys.maximumClients])
     }
 
     private func decodeDevice(_ table: TableReader) -> Configuration.DeviceMatch? {
@@ -317,20 +316,21 @@ private struct Decoder {
     private func checkWakeTouch(filter: Configuration.Filter, idle: Configuration.Idle) {
         let swallow = filter.swallowAfterIdle
         guard filter.enabled, swallow > 0, idle.isEnabled, swallow != idle.timeout else { return }
+        let path = "\(Schema.root.filter.name).\(Schema.filter.swallowAfterIdle.name)"
         let swallowText = Self.seconds(swallow)
         let idleText = Self.seconds(idle.timeout)
         if swallow > idle.timeout {
             // Only a visible idle makes the wake touch matter: an idle with no actions and no screen changes nothing.
             guard !idle.actions.isEmpty || idle.screen != nil else { return }
             warnings.report(
-                "filter.swallow_after_idle_s",
+                path,
                 "\(swallowText) s is longer than [idle] timeout_s (\(idleText) s): a touch that comes between "
                     + "\(idleText) and \(swallowText) s after the last one wakes the idle kiosk (its wake actions run) and still "
                     + "reaches the application, so it can click what is under it; set swallow_after_idle_s = "
                     + "\(idleText) to keep exactly the waking touch from the application")
         } else {
             warnings.report(
-                "filter.swallow_after_idle_s",
+                path,
                 "\(swallowText) s is shorter than [idle] timeout_s (\(idleText) s): a touch that comes between "
                     + "\(swallowText) and \(idleText) s after the last one is kept from the application although the "
                     + "kiosk is not idle yet (no idle fired, the page is still in use), so that tap is lost; set "

@@ -10,8 +10,6 @@ import TouchModel
 /// `[[gesture]]` and `[targets.NAME]` tables, whose keys depend on the entry's kind, are in files of their own with
 /// their kinds.
 enum Schema {
-    typealias Limits = ConfigurationLoader.Limits
-
     static let root = Section(RootKeys())
     static let output = Section(OutputKeys())
     static let input = Section(InputKeys())
@@ -27,7 +25,7 @@ enum Schema {
     static let gestureAction = Section(ActionKeys.gesture)
     static let idleAction = Section(ActionKeys.idle)
     static let idle = Section(IdleKeys())
-    /// `frame` and a device's `region`; their keys are coordinates (ConfigurationLoader+Shapes.swift).
+    /// `frame` and a device's `region`; their keys are coordinates (ShapeReader.swift).
     static let rect = Section(RectKeys())
     static let circle = Section(CircleKeys())
     static let environment = Section(EnvironmentKeys())
@@ -44,10 +42,10 @@ enum Schema {
     }
 
     /// The `target` of a group, screen or control: its link in the responder chain.
-    static func target(of what: String) -> Key<String> {
+    static func target(of what: String, example: String = "kiosk") -> Key<String> {
         Key(
             "target", .string, allowed: "a declared target: this \(what)'s handler in the responder chain",
-            example: "target = \"\(what == "group" ? "click" : "kiosk")\"")
+            example: "target = \"\(example)\"")
     }
 
     /// The `parent` group of a group, control or gesture.
@@ -247,7 +245,7 @@ struct GroupKeys: KeyTable {
     let shape = ShapeKey(
         absent: "absent: no clip", allowed: "at most one of the three",
         example: "frame = { x = 0, y = 760, width = \"100%\", height = 320 }")
-    let target = Schema.target(of: "group")
+    let target = Schema.target(of: "group", example: "click")
     let toApp = Setting(
         "to_app", .boolean, default: true,
         doc: "filter mode: the default of `to_app` for the controls inside (the innermost group that says wins; a "
@@ -312,7 +310,7 @@ struct IdleKeys: KeyTable {
         example: "wake_touch_reaches_controls = true")
 }
 
-/// A coordinate: pixels, or a percentage of the output's size as a string (ConfigurationLoader+Shapes.swift).
+/// A coordinate: pixels, or a percentage of the output's size as a string (ShapeReader.swift).
 private func coordinate(_ name: String, _ example: String) -> Key<TOMLValue> {
     Key(name, .value(type: "number or string"), required: true, example: "\(name) = \(example)")
 }

@@ -90,7 +90,7 @@ struct Setting<Value: Sendable>: SchemaKey {
 }
 
 /// The shape of a control, group or gesture: at most one of `frame`, `circle` and `polygon`, read with the output's
-/// size (ConfigurationLoader+Shapes.swift).
+/// size (ShapeReader.swift).
 struct ShapeKey: SchemaKey {
     static let names = ["frame", "circle", "polygon"]
 
@@ -170,11 +170,7 @@ extension TableReader {
     /// The key's value when the file gives a valid one; nil when it is absent (a problem if it is required) or
     /// refused (the problem is reported).
     func read<Value>(_ key: Key<Value>) -> Value? {
-        guard contains(key.name) else {
-            if key.isRequired { reportTable("missing required key '\(key.name)'") }
-            return nil
-        }
-        return key.rule.read(self, key.name)
+        read(key, as: key.rule)
     }
 
     /// The key's value read by another rule than its own, for a key whose values depend on the entry (a slider's or
