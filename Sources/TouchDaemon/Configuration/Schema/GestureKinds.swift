@@ -2,9 +2,10 @@ import TouchModel
 
 /// `[[gesture]]`: the keys of every recognizer, and the kinds of recognizer with the keys of each.
 ///
-/// Adding a kind of gesture: its recognizer (a case of `GestureRecognizer.Kind` and its progress in TouchModel), its
-/// keys below (with `kinds: [NAME]`, or the name added to the `kinds` of a key it shares), and its entry in
-/// ``Schema/gestureKinds``.
+/// Adding a kind of gesture: its recognizer in TouchModel (a case of `GestureRecognizer.Kind` with its settings in
+/// GestureRecognizer.swift, how it recognizes in GestureProgress.swift, what it reports in SceneGestures.swift), then
+/// here its keys (with `kinds: [NAME]`, or its name added to the `kinds` of a key it shares) and its entry in
+/// ``Schema/gestureKinds``; docs/configuration.md's table follows (ConfigurationDocs).
 extension Schema {
     static let gesture = Section(GestureKeys()) { key, kind in "'\(key)' does not apply to a \(kind) gesture" }
 

@@ -3,8 +3,9 @@ import TOML
 /// `[targets.NAME]`: the keys of every target, and the kinds of target with their own keys. A target's kind is the
 /// key it gives of ``TargetKind/name`` (`socket = …` or `exec = …`).
 ///
-/// Adding a kind of target: its settings struct, a case of ``Configuration/TargetDefinition/Kind``, its keys below
-/// (with `kinds: [NAME]`), its entry in ``Schema/targetKinds``; then its executor (Actions/).
+/// Adding a kind of target, in this file: its settings struct, a case of ``Configuration/TargetDefinition/Kind``, its
+/// keys (with `kinds: [NAME]`) and its entry in ``Schema/targetKinds``; docs/configuration.md needs a
+/// `<!-- keys:targets.NAME -->` block for its table (ConfigurationDocsTests says so). Then its executor (Actions/).
 extension Schema {
     /// `[targets]`: one table per target, by name.
     static let targets = Section(TargetsKeys())
