@@ -74,7 +74,10 @@ extension Configuration {
         }
         let actions =
             controls.reduce(0) { $0 + $1.actions.entries.count } + gestures.reduce(0) { $0 + $1.actions.count }
-        let sockets = targets.filter { if case .socket = $0.kind { true } else { false } }.count
+        // `1 socket, 2 exec`: every kind of target, in the schema's order.
+        let targetsByKind = Schema.targetKinds.map { kind in
+            "\(targets.filter { $0.kind.name == kind.name }.count) \(kind.name)"
+        }
         var lines = [
             "output \(Self.number(output.width))×\(Self.number(output.height)), rotation \(output.rotation.rawValue)°, seat \(seat)"
                 + (ignoreVirtual ? ", virtual input devices ignored" : ""),
@@ -83,7 +86,7 @@ extension Configuration {
                 count(controls.count, "control") + (kindList.isEmpty ? "" : " (\(kindList.joined(separator: ", ")))"),
                 count(gestures.count, "gesture"),
             ].joined(separator: ", "),
-            "\(count(targets.count, "target")) (\(sockets) socket, \(targets.count - sockets) exec), \(count(actions, "action"))",
+            "\(count(targets.count, "target")) (\(targetsByKind.joined(separator: ", "))), \(count(actions, "action"))",
         ]
         if !devices.isEmpty { lines.append(count(devices.count, "device matcher")) }
         lines += mappingSummary

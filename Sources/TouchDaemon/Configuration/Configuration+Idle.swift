@@ -18,14 +18,14 @@ extension Configuration {
         static let maximumTimeoutSeconds = 604_800
 
         /// Microseconds; 0 turns idle off.
-        var timeout: UInt64 = 0
+        var timeout = Schema.idle.timeout.defaultValue
         /// The screen switched to at idle.
         var screen: String?
         var actions: [Action] = []
         /// `wake_touch_reaches_controls`: whether the touch that wakes an idle kiosk also reaches touchd's controls and
         /// gestures (and, in filter mode, the application unless `[filter] swallow_after_idle_s` swallows it). Off by
         /// default: the wake touch belongs to nobody (Engine+Idle.swift).
-        var wakeTouchReachesControls = false
+        var wakeTouchReachesControls = Schema.idle.wakeTouchReachesControls.defaultValue
 
         var isEnabled: Bool { timeout > 0 }
     }

@@ -49,59 +49,33 @@ struct Configuration: Sendable {
         var calibration: [Double]? = nil
     }
 
+    /// `[tracking]`; the defaults are the schema's (Schema.swift), as for every section below.
     struct Tracking: Hashable, Sendable {
-        var dragOutset: Double = Control.defaultDragOutset
-        var repeatInterval: UInt64 = Control.defaultRepeatInterval
-        var repeatSlop: Double = Control.defaultRepeatSlop
-        var maximumContacts = 10
-        var stuckContactTimeout: UInt64 = 30_000_000
+        var dragOutset = Schema.tracking.dragOutset.defaultValue
+        var repeatInterval = Schema.tracking.repeatInterval.defaultValue
+        var repeatSlop = Schema.tracking.repeatSlop.defaultValue
+        var maximumContacts = Schema.tracking.maximumContacts.defaultValue
+        var stuckContactTimeout = Schema.tracking.stuckContactTimeout.defaultValue
     }
 
-    /// Where actions go.
+    /// Where actions go. Its kinds, and their settings, are in TargetKinds.swift.
     struct TargetDefinition: Hashable, Sendable {
-        enum Kind: Hashable, Sendable {
-            case socket(SocketTarget)
-            case exec(ExecTarget)
-        }
-
         var name: String
         var kind: Kind
         var respondsTo: [String]
     }
 
-    struct SocketTarget: Hashable, Sendable {
-        enum SocketType: String, Hashable, Sendable {
-            case stream, datagram
-        }
-
-        var path: String
-        var type: SocketType
-    }
-
-    struct ExecTarget: Hashable, Sendable {
-        enum IfRunning: String, Hashable, Sendable {
-            case ignore, queue, restart
-        }
-
-        var argv: [String]
-        var shell: Bool
-        var environment: [String: String]
-        var workingDirectory: String?
-        var timeout: UInt64
-        var ifRunning: IfRunning
-    }
-
     /// `[control_socket]`: the control socket (docs/control-socket.md). Read at start only.
     struct ControlSocket: Hashable, Sendable {
         /// false: no control socket.
-        var enabled = true
+        var enabled = Schema.controlSocket.enabled.defaultValue
         /// Where touchd creates the socket when systemd did not pass one.
-        var path = "/run/touchd/control.sock"
+        var path = Schema.controlSocket.socket.defaultValue
         /// The socket file's group in standalone mode, and the group whose members may connect as observers.
-        var group = "touchd-clients"
+        var group = Schema.controlSocket.group.defaultValue
         /// Members may also change things (controllers).
-        var adminGroup = "touchd-admin"
-        var maximumClients = 32
+        var adminGroup = Schema.controlSocket.adminGroup.defaultValue
+        var maximumClients = Schema.controlSocket.maximumClients.defaultValue
     }
 
     /// `[filter]`: touchd between the touchscreen and the application (docs/kiosk.md).
@@ -115,12 +89,12 @@ struct Configuration: Sendable {
         }
 
         /// Grab the touchscreens touchd uses and forward what the application should see.
-        var enabled = false
+        var enabled = Schema.filter.enabled.defaultValue
         /// The most touches the application has down at once; 0 for no limit.
-        var appMaxContacts = 0
+        var appMaxContacts = Schema.filter.appMaxContacts.defaultValue
         /// After this long with nothing down, in microseconds, the next touch is touchd's alone; 0 never.
-        var swallowAfterIdle: UInt64 = 0
-        var cancelWith = CancelWith.lift
+        var swallowAfterIdle = Schema.filter.swallowAfterIdle.defaultValue
+        var cancelWith = Schema.filter.cancelWith.defaultValue
 
         /// The scene's settings for the application; nil when the filter is off.
         var app: AppSettings? {
@@ -128,34 +102,20 @@ struct Configuration: Sendable {
         }
     }
 
-    /// A gesture recognizer declaration; ``recognizer(output:tracking:)`` makes the model's.
+    /// A gesture recognizer declaration; ``recognizer`` makes the model's.
     struct Gesture: Hashable, Sendable {
-        enum Kind: String, Hashable, Sendable, CaseIterable {
-            case tap
-            case longPress = "long_press"
-            case swipe
-            case pan
-            case pinch
-        }
-
         var id: String
-        var kind: Kind
+        /// What it recognizes, with the kind's own settings (GestureKinds.swift): the model's, whose tap repeats
+        /// within `[tracking]`'s window and slop and whose edge swipe starts at an edge of the output.
+        var kind: GestureRecognizer.Kind
         var fingers: Int
-        var taps: Int
-        var minimumDuration: UInt64
-        var maximumDuration: UInt64?
-        var allowableMovement: Double
-        var minimumDistance: Double
-        var directions: [String]
-        var edge: String?
-        var edgeMargin: Double
         /// The region; nil for the whole output.
         var shape: Shape?
         var parent: String?
         var control: String?
         var cancelsTouches: Bool
         var delaysTouchesEnded: Bool
-        var delaysTouchesBegan = false
+        var delaysTouchesBegan: Bool
         var simultaneousWith: [String]
         var requiresFailureOf: [String]
         var actions: [GestureAction]
@@ -199,7 +159,7 @@ struct Configuration: Sendable {
     func makeScene() throws(Scene.BuildError) -> Scene {
         try Scene(
             controls: controls,
-            gestures: gestures.map { $0.recognizer(output: output, tracking: tracking) },
+            gestures: gestures.map(\.recognizer),
             groups: groups,
             screens: screens,
             applicationTarget: applicationTarget,
@@ -231,36 +191,11 @@ struct Configuration: Sendable {
 }
 
 extension Configuration.Gesture {
-    /// The model's recognizer: the region is the gesture's shape, else its control's or group's
-    /// (the scene fills that in), else the whole output. A tap's repeat window and slop are the
-    /// `[tracking]` ones, like a control's touchDownRepeat; an edge is an edge of the output.
-    func recognizer(output: Configuration.Output, tracking: Configuration.Tracking) -> GestureRecognizer {
-        let model: GestureRecognizer.Kind
-        switch kind {
-        case .tap:
-            model = .tap(
-                GestureRecognizer.Tap(
-                    taps: taps, maximumDuration: maximumDuration, allowableMovement: allowableMovement,
-                    interval: tracking.repeatInterval, slop: tracking.repeatSlop))
-        case .longPress:
-            model = .longPress(
-                GestureRecognizer.LongPress(minimumDuration: minimumDuration, allowableMovement: allowableMovement))
-        case .swipe:
-            let directions = directions.reduce(into: GestureRecognizer.Directions()) {
-                $0.formUnion(GestureRecognizer.Directions(name: $1) ?? [])
-            }
-            let side = edge.flatMap(GestureRecognizer.Edge.Side.init(rawValue:))
-            model = .swipe(
-                GestureRecognizer.Swipe(
-                    directions: directions, minimumDistance: minimumDistance, maximumDuration: maximumDuration,
-                    edge: side.map { GestureRecognizer.Edge(side: $0, margin: edgeMargin, bounds: output.bounds) }))
-        case .pan:
-            model = .pan(GestureRecognizer.Pan(minimumDistance: minimumDistance))
-        case .pinch:
-            model = .pinch(GestureRecognizer.Pinch())
-        }
+    /// The model's recognizer: the region is the gesture's shape, else its control's or group's (the scene fills that
+    /// in), else the whole output.
+    var recognizer: GestureRecognizer {
         var recognizer = GestureRecognizer(
-            id: id, kind: model, fingers: fingers, shape: shape, parent: parent, control: control,
+            id: id, kind: kind, fingers: fingers, shape: shape, parent: parent, control: control,
             cancelsTouches: cancelsTouches, delaysTouchesEnded: delaysTouchesEnded, simultaneousWith: simultaneousWith,
             requiresFailureOf: requiresFailureOf, delaysTouchesBegan: delaysTouchesBegan)
         for action in actions {

@@ -38,19 +38,26 @@ final class ProblemLog {
     }
 }
 
-/// Reads one TOML table strictly: every key must be read (unknown keys are problems, with a
-/// suggestion when one is close), every value must have the expected type and range.
+/// Reads one TOML table strictly: every key must be one its ``TableSchema`` declares (others are unknown keys, with
+/// a suggestion when one is close), every value must have the expected type and range.
 final class TableReader {
     let table: TOMLTable
     /// The dotted path of this table (`control[2]`, `targets.kiosk`, `` for the root).
     let path: String
     let log: ProblemLog
+    /// The keys this table may hold; nil, or a schema of ``AnyNameKey``: the keys the decoder reads.
+    let schema: TableSchema?
+    /// The kind of entry this table declares (`swipe`, `slider`, `exec`), once the decoder knows it: a key of the
+    /// schema that belongs to other kinds only is then refused. Nil while the kind is unknown (or invalid, which is
+    /// its own problem): every key of the schema is accepted.
+    var kind: String?
     private var known: Set<String> = []
 
-    init(_ table: TOMLTable, path: String, log: ProblemLog) {
+    init(_ table: TOMLTable, path: String, log: ProblemLog, schema: TableSchema? = nil) {
         self.table = table
         self.path = path
         self.log = log
+        self.schema = schema
     }
 
     func keyPath(_ key: String) -> String {
@@ -150,12 +157,6 @@ final class TableReader {
         return number
     }
 
-    /// A duration in milliseconds within `range`, returned in microseconds.
-    func milliseconds(_ key: String, in range: ClosedRange<Int>) -> UInt64? {
-        // The range bounds the value far below the point where ×1000 could overflow.
-        integer(key, in: range).map { UInt64($0) * 1000 }
-    }
-
     /// One of `choices`.
     func choice(_ key: String, _ choices: [String]) -> String? {
         guard let string = string(key) else { return nil }
@@ -191,18 +192,19 @@ final class TableReader {
         return result
     }
 
-    /// A sub-table (a `[header]` table or an inline table).
-    func table(_ key: String) -> TableReader? {
+    /// A sub-table (a `[header]` table or an inline table) whose keys `schema` declares.
+    func table(_ key: String, schema: TableSchema? = nil) -> TableReader? {
         guard let value = value(key) else { return nil }
         guard let table = value.table else {
             report(key, "expected a table, found \(TableReader.describe(value))")
             return nil
         }
-        return TableReader(table, path: keyPath(key), log: log)
+        return TableReader(table, path: keyPath(key), log: log, schema: schema)
     }
 
-    /// An array of tables (`[[key]]` or an array of inline tables) with at most `limit` elements.
-    func tables(_ key: String, limit: Int) -> [TableReader] {
+    /// An array of tables (`[[key]]` or an array of inline tables) with at most `limit` elements, whose keys `schema`
+    /// declares.
+    func tables(_ key: String, limit: Int, schema: TableSchema? = nil) -> [TableReader] {
         guard let value = value(key) else { return [] }
         guard let array = value.array else {
             report(key, "expected an array of tables, found \(TableReader.describe(value))")
@@ -219,15 +221,30 @@ final class TableReader {
                 log.report(elementPath, "expected a table, found \(TableReader.describe(element))")
                 continue
             }
-            result.append(TableReader(table, path: elementPath, log: log))
+            result.append(TableReader(table, path: elementPath, log: log, schema: schema))
         }
         return result
     }
 
-    /// Reports every key of the table that was never read.
+    /// Reports every key the schema does not declare (with the closest it does, if one is close), and every key of
+    /// another kind of entry; without a schema, every key that was never read.
     func finish() {
-        for key in table.keys.sorted() where !known.contains(key) {
-            report(key, "unknown key '\(key)'\(didYouMean(key, in: known))")
+        guard let schema, !schema.anyName else {
+            for key in table.keys.sorted() where !known.contains(key) {
+                report(key, "unknown key '\(key)'\(didYouMean(key, in: known.sorted()))")
+            }
+            return
+        }
+        for key in table.keys.sorted() {
+            if let descriptor = schema.descriptor(key) {
+                guard let kind, let kinds = descriptor.kinds, !kinds.contains(kind) else { continue }
+                report(
+                    key,
+                    schema.otherKind?(key, kind)
+                        ?? "unknown key '\(key)'\(didYouMean(key, in: schema.names(for: kind)))")
+            } else {
+                report(key, "unknown key '\(key)'\(didYouMean(key, in: schema.names(for: kind)))")
+            }
         }
     }
 

@@ -271,16 +271,15 @@ struct LayoutSVG {
 
     /// An edge swipe's strip: where every finger must land (within `edge_margin` of that output edge).
     private func edgeStrip(of gesture: Configuration.Gesture) -> Rect? {
-        guard gesture.kind == .swipe, let edge = gesture.edge else { return nil }
-        let margin = Swift.min(gesture.edgeMargin, Swift.max(width, height))
-        switch edge {
-        case "left": return Rect(x: 0, y: 0, width: Swift.min(margin, width), height: height)
-        case "right":
+        guard case .swipe(let swipe) = gesture.kind, let edge = swipe.edge else { return nil }
+        let margin = Swift.min(edge.margin, Swift.max(width, height))
+        switch edge.side {
+        case .left: return Rect(x: 0, y: 0, width: Swift.min(margin, width), height: height)
+        case .right:
             return Rect(x: Swift.max(0, width - margin), y: 0, width: Swift.min(margin, width), height: height)
-        case "top": return Rect(x: 0, y: 0, width: width, height: Swift.min(margin, height))
-        case "bottom":
+        case .top: return Rect(x: 0, y: 0, width: width, height: Swift.min(margin, height))
+        case .bottom:
             return Rect(x: 0, y: Swift.max(0, height - margin), width: width, height: Swift.min(margin, height))
-        default: return nil
         }
     }
 
@@ -299,8 +298,8 @@ struct LayoutSVG {
 
     private func gestureSummary(_ gesture: Configuration.Gesture) -> String {
         var text =
-            "gesture \(gesture.id): \(gesture.kind.rawValue), \(gesture.fingers) finger\(gesture.fingers == 1 ? "" : "s")"
-        if gesture.kind == .swipe, let edge = gesture.edge { text += ", \(edge) edge" }
+            "gesture \(gesture.id): \(gesture.kind.name), \(gesture.fingers) finger\(gesture.fingers == 1 ? "" : "s")"
+        if case .swipe(let swipe) = gesture.kind, let edge = swipe.edge { text += ", \(edge.side.rawValue) edge" }
         if let control = gesture.control {
             text += " · on \(control)"
             if configuration.controls.first(where: { $0.id == control })?.isEnabled == false {
