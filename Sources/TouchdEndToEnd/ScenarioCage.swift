@@ -1,6 +1,6 @@
 import Glibc
 
-/// Filter mode under a real compositor and client (`touchd-e2e --cage`, issue 16; the recipe of filter-mode.md):
+/// Filter mode under a real compositor and client (`touchd-e2e --cage`; the recipe of filter-mode.md):
 /// Debian's cage reads the panel's twin through seatd and shows `wev`, which prints every `wl_touch` event it gets.
 /// cage ignores libinput's touch cancel, so with the default `cancel_with = "lift"` a recognized admin press must end
 /// for the client as lifts when it is recognized, and the client must still get the next tap in the same slot (a

@@ -1,6 +1,6 @@
 import Glibc
 
-/// touchd against libinput's own client (`touchd-e2e --compare-libinput`, issue 17): the same uinput taps, in one
+/// touchd against libinput's own client (`touchd-e2e --compare-libinput`): the same uinput taps, in one
 /// guest boot, read in alternating rounds by either `touchd run` (from the uinput write to the action's message
 /// arriving on its socket target) or `libinput debug-events` (from the uinput write to its TOUCH_DOWN or TOUCH_UP
 /// line arriving on its stdout pipe), each alone: the other is not running during a round. Both arrival times are

@@ -133,7 +133,7 @@ struct EndToEndTests {
         try await Self.runDriver("start-up sweep", vm: ["--timeout", "600"], driver: ["--startup-sweep"])
     }
 
-    /// End-to-end latency against libinput's own client (issue 17, ScenarioLatency.swift): in one guest boot, four
+    /// End-to-end latency against libinput's own client (ScenarioLatency.swift): in one guest boot, four
     /// rounds each of 20 taps, alternating, read either by touchd (uinput write → the action's message on its socket
     /// target) or by `libinput debug-events` alone (uinput write → its TOUCH_DOWN/TOUCH_UP line). The driver prints
     /// both medians and their ratio (`latency-ratio:`) and says whether the 1.2 target was met.

@@ -1,5 +1,5 @@
 // The floor under touchd itself in the latency comparison (touchd-e2e --compare-libinput --floor-daemon PATH): what
-// any daemon built as issue 17 asks costs in the test VM, with none of touchd's own work. It reads the panel through
+// any daemon of touchd's shape costs in the test VM, with none of touchd's own work. It reads the panel through
 // libinput, as `libinput debug-events` does, and writes each touch-down's and lift's message to the socket target,
 // as touchd does, and nothing else: no configuration beyond the target's path, no scene, no engine, no bookkeeping.
 // So what it takes above `debug-events` is the socket target's transport (a stream socket rather than a pipe); what

@@ -44,7 +44,7 @@ enum OutputFile {
         var through = ""
         // Links are followed here, one at a time, rather than by realpath or the kernel: realpath reads them with
         // readlink, which the kernel's fs.protected_symlinks never checks, so a link planted in /tmp made root's
-        // render replace whatever it named (issue 44). Each link is checked against that rule instead.
+        // render replace whatever it named. Each link is checked against that rule instead.
         let isLink = lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
         switch resolve(path) {
         case .failure(.refused(let failure)):

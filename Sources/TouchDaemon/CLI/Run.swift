@@ -105,7 +105,7 @@ struct Run: ParsableCommand {
         // Before READY=1 (fault-cases.md O1): the socket listens by the time systemd calls touchd ready.
         let control: ControlServer?
         let controlProblem: String?
-        switch Self.startControlSocket(configuration.control, activation: activation, logger: logger) {
+        switch Self.startControlSocket(configuration.controlSocket, activation: activation, logger: logger) {
         case .failure(let error):
             // A socket systemd passed but touchd cannot use is a deployment mistake (K11): say so and stop.
             logger.critical("\(error)")

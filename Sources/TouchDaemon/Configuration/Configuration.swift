@@ -131,11 +131,11 @@ struct Configuration: Sendable {
     var output: Output
     var seat: String
     /// `[input] ignore_virtual`: leave alone every virtual input device (``DeviceInfo/isVirtual``), whatever the
-    /// `[[device]]` entries say, so a uinput clone of the panel is never used (issue 44, item 8).
+    /// `[[device]]` entries say, so a uinput clone of the panel is never used.
     var ignoreVirtual = false
     var devices: [DeviceMatch]
     var tracking: Tracking
-    var control = ControlSocket()
+    var controlSocket = ControlSocket()
     var filter = Filter()
     /// `[idle]`: the attract loop (Configuration+Idle.swift).
     var idle = Idle()
@@ -148,7 +148,7 @@ struct Configuration: Sendable {
     var controls: [Control]
     var gestures: [Gesture]
     /// The controls with `private = true`: their events, state changes and live state (and the events of gestures
-    /// attached to them) reach controller clients of the control socket only, never observers (issue 44). The same key
+    /// attached to them) reach controller clients of the control socket only, never observers. The same key
     /// keeps a control's value out of speech.
     var privateControls: Set<String> = []
     /// What may be wrong without making the file unusable (a command target's program missing, for one); `touchd

@@ -10,7 +10,7 @@ import Glibc
 /// file under `--strict-permissions`. `simulate` and `render` do not check: they run nothing as the daemon's user.
 ///
 /// The file's owner and mode are those of the descriptor the loader reads (`fstat`), not of a `stat` of the path just
-/// before it is opened, which a file swapped in between would have passed (issue 44). The directories are examined
+/// before it is opened, which a file swapped in between would have passed. The directories are examined
 /// by path after that: someone who could swap them is what the check reports.
 enum ConfigurationFile {
     /// Loads `path`. A problem with the owner or mode of the file or of a directory on its path is a warning on the

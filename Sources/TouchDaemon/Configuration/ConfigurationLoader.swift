@@ -204,7 +204,7 @@ private struct Decoder {
         guard let output else { return nil }
         return Configuration(
             output: output, seat: seat, ignoreVirtual: ignoreVirtual, devices: devices.compactMap { $0 },
-            tracking: tracking, control: control,
+            tracking: tracking, controlSocket: control,
             filter: filter, idle: idle, targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
             groups: groups, controls: controls, gestures: gestures, privateControls: privateControls,

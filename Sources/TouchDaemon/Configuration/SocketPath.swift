@@ -33,7 +33,7 @@ enum SocketPath {
 
     /// Why a socket target at `path` (valid by ``problem(_:)``) could reach an impostor, or nil: it lies under a
     /// directory every local user can write to, where anyone can bind the path first, or again after the kiosk
-    /// application stops, and receive every action touchd sends with its position (issue 44).
+    /// application stops, and receive every action touchd sends with its position.
     static func sharedDirectoryWarning(_ path: String) -> String? {
         guard let shared = sharedDirectory(holding: path) else { return nil }
         return "'\(path)' is under \(shared), a directory every local user can write to: another user can create the "

@@ -10,7 +10,7 @@ import TouchModel
 ///   `timeout_s` after the last lift.
 /// - A touch-down stops the clock; after an `idle`, it is the `wake`, fired before the touch's own events.
 /// - `idle` fires once per idle period: the clock does not start again until a touch came and went.
-/// - The wake touch belongs to nobody (UIKit's rule for the touch that wakes the screen; issue 39): the touch-downs of
+/// - The wake touch belongs to nobody (UIKit's rule for the touch that wakes the screen): the touch-downs of
 ///   the frame that wakes, and every touch-down that comes while one of them is still down, are kept from the scene
 ///   (no control, gesture or, in filter mode, application sees them) until each has lifted or been cancelled, unless
 ///   `[idle] wake_touch_reaches_controls`. The clock starts again when the last of them lifts.

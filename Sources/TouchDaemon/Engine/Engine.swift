@@ -364,7 +364,7 @@ struct Engine {
         appFollowsCancels = configuration.filter.enabled
         cancel(router.activeContacts, now: now, into: &effects)
         appFollowsCancels = false
-        let previousControl = self.configuration.control
+        let previousControl = self.configuration.controlSocket
         self.configuration = configuration
         // The wake touch counts from the last lift, not from the reload.
         newScene.appIdleSince = scene.appIdleSince
@@ -400,7 +400,7 @@ struct Engine {
                     "generation": "\(generation)", "controls": "\(configuration.controls.count)",
                     MessageID.metadataKey: "\(MessageID.configLoaded)",
                 ]))
-        if configuration.control != previousControl {
+        if configuration.controlSocket != previousControl {
             effects.append(
                 .log(
                     .warning, "the [control_socket] settings changed; they apply at the next start",

@@ -174,7 +174,7 @@ struct TouchRouter {
 
     private mutating func evaluate(_ info: DeviceInfo) -> Note {
         guard info.isTouchscreen else { return .ignored(info, reason: "not a touchscreen") }
-        // Before the allow-list: a clone copies the name and ids an entry matches (issue 44, item 8).
+        // Before the allow-list: a clone copies the name and ids an entry matches.
         if ignoresVirtual, info.isVirtual {
             return .ignored(info, reason: "a virtual input device, not a panel on a port ([input] ignore_virtual)")
         }

@@ -1,4 +1,4 @@
-/// Text that came from outside touchd, made safe to print to a terminal or a log line (issue 44, item 2).
+/// Text that came from outside touchd, made safe to print to a terminal or a log line.
 ///
 /// Device names, sysnames and device nodes come from the kernel and udev, which take them from the device (a USB
 /// descriptor, a uinput client); a control client prints what the server sent; a log line carries both. A device named

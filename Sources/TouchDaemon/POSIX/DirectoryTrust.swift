@@ -1,7 +1,7 @@
 import Glibc
 
-/// Who, besides root and touchd's user, could put another file at a path: the directories its lookup goes through
-/// (issue 44, item 3). Whoever may change a directory may rename any entry in it away and another into its place,
+/// Who, besides root and touchd's user, could put another file at a path: the directories its lookup goes through.
+/// Whoever may change a directory may rename any entry in it away and another into its place,
 /// whatever the entry's own owner and mode, unless the directory is sticky (/tmp): then only the entry's owner, the
 /// directory's owner and root may rename or remove it.
 enum DirectoryTrust {

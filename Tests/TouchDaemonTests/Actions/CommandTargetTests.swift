@@ -627,7 +627,7 @@ struct CommandTargetTests {
         await runner.shutdown(graceMicroseconds: 100_000)
     }
 
-    /// The command thread sleeps without a timeout once its children are gone (issue 17): no periodic timer, no
+    /// The command thread sleeps without a timeout once its children are gone: no periodic timer, no
     /// thread pool. Counts its context switches over a second after a command ran; a timer would show at least one.
     @Test func theCommandThreadNeverWakesOnceItsChildrenAreGone() async throws {
         let runner = CommandRunner(logger: testLogger(LineSink.memory()), output: .discarded)

@@ -122,7 +122,7 @@ struct ControlClientTests {
         #expect(fake.finished)
     }
 
-    /// A touchscreen named with `ESC]0;…BEL` retitled the terminal of whoever ran `touchd ctl state` (issue 44):
+    /// A touchscreen named with `ESC]0;…BEL` retitled the terminal of whoever ran `touchd ctl state`:
     /// the human output shows every control character as an escape; `--json` stays the same JSON value, with DEL, C1
     /// and bidirectional controls as `\u` escapes; a refusal's message on standard error is escaped too.
     @Test func controlCharactersFromTheServerAreEscaped() throws {
@@ -188,7 +188,7 @@ struct ControlClientTests {
         #expect(result.output.contains("touchd_frames_total 1200\n"))
     }
 
-    /// Issue 39, item 2: with `--json`, a refusal is a response like any other, printed on standard output as it
+    /// With `--json`, a refusal is a response like any other, printed on standard output as it
     /// came (it printed nothing there, only the message on standard error); the exit status stays 1.
     @Test func jsonPrintsRefusalsOnStandardOutput() throws {
         let invalid =
@@ -232,7 +232,7 @@ struct ControlClientTests {
         }
     }
 
-    /// Issue 39, item 3: `--timeout` bounds the verbs that wait for events. `monitor --count 1 --timeout 1` waited
+    /// `--timeout` bounds the verbs that wait for events. `monitor --count 1 --timeout 1` waited
     /// until touchd closed the connection (here the fake, after 10 s; a real touchd never does); now it stops after a
     /// second with 69, saying how many of the events came. Without --count the timeout is how long to watch: exit 0.
     @Test func timeoutBoundsMonitorAndSubscribe() throws {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import TouchDaemon
 
-/// `touchd ctl`'s own parts of issue 14, without a daemon: where it finds the socket, and how a monitor line reads.
+/// `touchd ctl`'s own parts, without a daemon: where it finds the socket, and how a monitor line reads.
 @Suite("ctl: socket discovery and monitor lines")
 struct CtlLiveTests {
     @Test(

@@ -4,7 +4,7 @@ import Testing
 
 @testable import TouchDaemon
 
-/// Issue 14's live operation against a running `touchd run` (no touchscreen needed): one instance per seat, idle
+/// Live operation against a running `touchd run` (no touchscreen needed): one instance per seat, idle
 /// from the daemon's own deadline, `touchd ctl reload`, and how `touchd ctl` finds its socket.
 @Suite("live operation against touchd run", .serialized)
 struct LiveOperationRunTests {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import TouchDaemon
 
-/// Issue 15, item 6: touchd(1) and the shell completions come from the command-line definitions, so every command
+/// touchd(1) and the shell completions come from the command-line definitions, so every command
 /// and option is in them; checked on the roff text, without a roff formatter.
 @Suite("touchd generate-manual and completions")
 struct ManualTests {
@@ -84,7 +84,7 @@ struct ManualTests {
         #expect(!run.standardOutput.contains("generate-manual"))
     }
 
-    /// Issue 39, item 9: a flag and its `--no-` inversion get one entry, their text said once, not the same text under
+    /// A flag and its `--no-` inversion get one entry, their text said once, not the same text under
     /// each name; EXIT STATUS names every code the commands use (render's 65 and 66, run's 78 without /dev/uinput).
     @Test("an inverted flag is one entry, and EXIT STATUS has render's and run's codes")
     func invertedFlagAndExitStatuses() throws {

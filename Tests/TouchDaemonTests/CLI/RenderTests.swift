@@ -77,7 +77,7 @@ struct RenderTests {
 
     /// As root with fs.protected_symlinks=1, another user's `ln -s /run/victim /tmp/layout.svg` made
     /// `touchd render --output /tmp/layout.svg` replace /run/victim: realpath followed the link, which the kernel would
-    /// not have (issue 44). Giving the link away takes root; as anyone else, the test has nothing to give.
+    /// not have. Giving the link away takes root; as anyone else, the test has nothing to give.
     @Test("a link in a sticky world-writable directory is followed only if it is the caller's or the directory owner's")
     func protectedSymlinks() throws {
         guard geteuid() == 0 else { return }

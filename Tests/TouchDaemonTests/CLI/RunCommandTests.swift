@@ -284,7 +284,7 @@ struct RunCommandTests {
         #expect(daemon.exitStatus() == 0)
     }
 
-    /// Issue 39, item 4: a group's `to_app = false` without filter mode was logged once per control in the group, and
+    /// A group's `to_app = false` without filter mode was logged once per control in the group, and
     /// each line said its severity twice (`warning: PATH:9:1: warning: …`). Now once, and a line reads once: the log
     /// level, then the place and the message. An invalid file's errors read once too.
     @Test func aWarningIsLoggedOnceAndSaysWarningOnce() throws {

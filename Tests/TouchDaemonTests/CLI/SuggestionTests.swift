@@ -3,7 +3,7 @@ import Testing
 
 @testable import TouchDaemon
 
-/// Issue 39, item 6: what a newcomer gets for a name that is almost right, or for a value from the wrong list: a
+/// What a newcomer gets for a name that is almost right, or for a value from the wrong list: a
 /// did-you-mean (one helper, `suggestions(for:in:)`), or the names that would do.
 @Suite("suggestions for names that are almost right")
 struct SuggestionTests {

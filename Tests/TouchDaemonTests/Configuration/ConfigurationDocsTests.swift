@@ -247,10 +247,10 @@ struct ConfigurationDocsTests {
         ).get()
         let absent = try ConfigurationLoader.load(text: "[output]\nwidth = 100\nheight = 100\n", path: "a.toml").get()
         #expect(empty.tracking == absent.tracking)
-        #expect(empty.control == absent.control)
+        #expect(empty.controlSocket == absent.controlSocket)
         #expect(empty.filter == absent.filter)
         #expect(empty.idle == absent.idle)
         #expect(absent.tracking.maximumContacts == Schema.tracking.maximumContacts.defaultValue)
-        #expect(absent.control.path == "/run/touchd/control.sock")
+        #expect(absent.controlSocket.path == "/run/touchd/control.sock")
     }
 }

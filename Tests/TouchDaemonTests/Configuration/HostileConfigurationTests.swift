@@ -28,7 +28,7 @@ struct HostileConfigurationTests {
     // MARK: - Socket paths
 
     /// A socket target in a directory every local user can write to can be bound first by anyone, who then receives
-    /// every action touchd sends with its position (issue 44, item 3c): a warning at the key, with the fix.
+    /// every action touchd sends with its position: a warning at the key, with the fix.
     @Test("a socket target in a shared writable directory is a warning naming the directory and the fix")
     func socketTargetInSharedDirectory() throws {
         let directory = try TestSupport.makeTemporaryDirectory()
@@ -443,7 +443,7 @@ struct HostileConfigurationTests {
     }
 
     /// A configuration in a directory others can write to is as unsafe as a writable file: they can rename another
-    /// file into its place (issue 44, item 3a). Every directory the lookup goes through counts; a sticky one (/tmp)
+    /// file into its place. Every directory the lookup goes through counts; a sticky one (/tmp)
     /// does not, since only an entry's owner may rename it there.
     @Test("C5: a directory of the path that others can write to, or that another user owns, is a warning too")
     func checkDirectoryPermissions() throws {

@@ -138,7 +138,7 @@ struct LayoutWarningTests {
         #expect(LayoutChecks.covers(outer, inner) == expected)
     }
 
-    /// Issue 39, item 4: a group's `to_app = false` without filter mode is one mistake, warned about once, however
+    /// A group's `to_app = false` without filter mode is one mistake, warned about once, however
     /// many controls inherit it (it was once per control).
     @Test("a group's to_app that has no effect is warned about once, not once per control")
     func groupToAppWarnsOnce() throws {
@@ -163,7 +163,7 @@ struct LayoutWarningTests {
         #expect(configuration.warnings.map(\.keyPath) == ["group[0].to_app"])
     }
 
-    /// Issue 39, item 5: `check` was silent where a layout cannot work as drawn. Each case is one file and the
+    /// `check` was silent where a layout cannot work as drawn. Each case is one file and the
     /// warnings it must give (their key paths, and words that must be in the message).
     @Test(
         "check warns about a partial overlap, a wake touch that idle cannot match, a spaced program, a shared socket dir",

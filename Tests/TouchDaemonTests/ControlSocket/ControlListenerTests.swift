@@ -106,7 +106,7 @@ struct ControlListenerTests {
     }
 
     /// Only the socket's own directory was checked: one above it that others could write to let them replace the
-    /// whole directory, socket included (issue 44, item 3b). A sticky one (/tmp) is fine.
+    /// whole directory, socket included. A sticky one (/tmp) is fine.
     @Test func refusesADirectoryAboveTheSocketsThatOthersCanChange() throws {
         let root = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: root) }

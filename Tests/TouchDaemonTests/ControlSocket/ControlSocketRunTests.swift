@@ -374,7 +374,7 @@ struct ControlSocketRunTests {
         #expect(missing.error.contains("cannot connect"))
     }
 
-    /// Issue 39, item 2: `ctl --json reload` on a broken file and `ctl --json send NOSUCH touchUpInside` printed
+    /// `ctl --json reload` on a broken file and `ctl --json send NOSUCH touchUpInside` printed
     /// nothing on standard output; with --json every response, refusals included, is printed as received.
     @Test("touchd ctl --json prints refusals on standard output, with exit status 1")
     func ctlJSONRefusals() throws {

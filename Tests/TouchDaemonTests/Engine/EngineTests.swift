@@ -514,7 +514,7 @@ struct EngineTests {
     }
 
     /// An observer subscribed to control events received `digit1`, `digit3`, `digit2` touchUpInside in order: the PIN
-    /// typed on touchd's own controls (issue 44, item 4). `private = true` keeps a control's events, state changes,
+    /// typed on touchd's own controls. `private = true` keeps a control's events, state changes,
     /// live state and the gestures attached to it from observers; controllers still get them.
     @Test("a private control's events reach controller subscribers only")
     func privateControls() throws {

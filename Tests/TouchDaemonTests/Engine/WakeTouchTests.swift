@@ -3,7 +3,7 @@ import TouchModel
 
 @testable import TouchDaemon
 
-/// The touch that wakes an idle kiosk (issue 39, papercut 1): UIKit's touch that wakes the screen belongs to nobody.
+/// The touch that wakes an idle kiosk: UIKit's touch that wakes the screen belongs to nobody.
 /// With `[idle]`, a touch-down while the screen is idle fires `wake` and nothing else: no control, no gesture, and in
 /// filter mode not the application, until every finger of that wake has lifted. `[idle] wake_touch_reaches_controls =
 /// true` gives the old behaviour back.

@@ -5,7 +5,7 @@ import TouchModel
 
 @testable import TouchDaemon
 
-/// Issue 15, item 5: `[[device]]` entries with their own `rotation` and `calibration`, what `check` says about the
+/// `[[device]]` entries with their own `rotation` and `calibration`, what `check` says about the
 /// matrices in effect, and a `libinput record` file replayed through a rotated entry (rotation tested without hardware).
 @Suite("per-device rotation and calibration")
 struct DeviceMappingTests {

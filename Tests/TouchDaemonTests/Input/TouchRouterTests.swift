@@ -278,7 +278,7 @@ struct TouchRouterTests {
         #expect(CoordinateMapper(output: output).unmap(Point(x: 10, y: 10)) == nil)
     }
 
-    /// Issue 15, item 5: a `[[device]]` entry's rotation and calibration apply to the devices it matches only; the
+    /// A `[[device]]` entry's rotation and calibration apply to the devices it matches only; the
     /// others keep `[output]`'s. A panel mounted upside down beside a normal one.
     @Test func perDeviceRotationAndCalibration() {
         var output = Self.output
@@ -344,7 +344,7 @@ struct TouchRouterTests {
         #expect(router.activeContacts.isEmpty)
     }
 
-    /// A uinput clone of the panel (issue 44, item 8): its name and ids are the panel's, only its sysfs path and its
+    /// A uinput clone of the panel: its name and ids are the panel's, only its sysfs path and its
     /// `by-path` link (none: it is on no port) tell it apart.
     static let virtualReason = "a virtual input device, not a panel on a port ([input] ignore_virtual)"
 

@@ -100,7 +100,7 @@ struct JournalFieldTests {
                 == "<4>command failed target=click")
     }
 
-    /// A device named `ESC]0;…BEL` retitled the terminal that showed touchd's log (issue 44): the text of a line and
+    /// A device named `ESC]0;…BEL` retitled the terminal that showed touchd's log: the text of a line and
     /// of the journal's MESSAGE shows control characters as escapes; the TOUCHD_ field keeps the name as it is.
     @Test func controlCharactersInTheTextAreEscaped() {
         let name = "\u{1B}]0;owned\u{07}\u{9B}\u{202E}"

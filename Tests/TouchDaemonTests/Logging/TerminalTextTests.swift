@@ -2,7 +2,7 @@ import Testing
 
 @testable import TouchDaemon
 
-/// ``TerminalText``: what a terminal could act on is shown, never sent (issue 44).
+/// ``TerminalText``: what a terminal could act on is shown, never sent.
 @Suite("TerminalText")
 struct TerminalTextTests {
     @Test(

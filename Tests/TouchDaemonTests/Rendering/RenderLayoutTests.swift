@@ -6,7 +6,7 @@ import TouchModel
 
 @testable import TouchDaemon
 
-/// Issue 15, item 4: `touchd render` draws what runs, checked on the SVG's structure (parsed as XML): gesture regions as
+/// `touchd render` draws what runs, checked on the SVG's structure (parsed as XML): gesture regions as
 /// the scene computes them, on the screens where they are live; label boxes that never overlap; a transparent
 /// background or an embedded screenshot; one file per screen.
 @Suite("touchd render: what it draws")

@@ -193,7 +193,7 @@ struct GoldenTests {
         #expect(problem.message.hasPrefix("device 0: malformed event"))
     }
 
-    /// Issue 39, item 7: an edge swipe reported `failed` for every touch anywhere, though it only takes touches that
+    /// An edge swipe reported `failed` for every touch anywhere, though it only takes touches that
     /// start in its strip. A touch-down it cannot take leaves it silent; one in its strip that goes nowhere still fails;
     /// a second finger off the strip while it has one still fails it. With and without filter mode (the scene's quick
     /// lane takes plain taps only without it).
