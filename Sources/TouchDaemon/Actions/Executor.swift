@@ -2,8 +2,9 @@ import Logging
 
 /// Carries out one kind of target's actions on a thread of its own (a ``Worker``). The input thread configures it and
 /// hands it deliveries (it never blocks the caller); ``WorkerGroup`` stops it. `touchd simulate --execute` does the
-/// same. A new kind of target is one more conforming type and one more case of ``ExecutorKind`` and
-/// `Configuration.TargetDefinition.Kind`.
+/// same. A new kind of target is its executor (a conforming type), its case here in ``ExecutorKind`` and in
+/// ``Executors``, its schema entry (Configuration/Schema/TargetKinds.swift) and its construction in `touchd run` and
+/// `touchd simulate --execute` (CLI/Run.swift, CLI/Simulate.swift).
 protocol Executor: Worker {
     /// Which targets it serves.
     var kind: ExecutorKind { get }
@@ -16,6 +17,21 @@ protocol Executor: Worker {
     /// Per target name (targets since removed included): its counters as a JSON object for `stats`, and as log
     /// metadata for the line logged at stop.
     var targetReports: [ExecutorTargetReport] { get }
+}
+
+/// Which executor takes a target's actions.
+enum ExecutorKind: Hashable, Sendable {
+    case socket
+    case exec
+}
+
+extension Configuration.TargetDefinition.Kind {
+    var executor: ExecutorKind {
+        switch self {
+        case .socket: .socket
+        case .exec: .exec
+        }
+    }
 }
 
 /// One target's counters, as an executor reports them.
@@ -47,11 +63,6 @@ struct Executors: Sendable {
             case .exec: exec.append(delivery)
             }
         }
-        submit(sockets: socket, commands: exec)
-    }
-
-    /// The same, already sorted by executor.
-    func submit(sockets socket: [ActionDelivery], commands exec: [ActionDelivery]) {
         if !socket.isEmpty { sockets.submit(socket) }
         if !exec.isEmpty { commands.submit(exec) }
     }

@@ -29,8 +29,7 @@ final class Daemon {
     /// When `poll` last returned.
     private var wokeAt: UInt64 = 0
     /// Deliveries of the current batch for socket targets and for commands, handed over together by ``handOver()``.
-    private var socketOutbox: [ActionDelivery] = []
-    private var commandOutbox: [ActionDelivery] = []
+    private var outbox: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
     /// The libinput times of the batch's deliveries that input caused, for the processing-time figures.
     private var inputTimes: [UInt64] = []
     private var nextWatchdog: UInt64?
@@ -294,10 +293,7 @@ final class Daemon {
     private func file(_ delivery: consuming ActionDelivery, to executor: ExecutorKind, fromInput: Bool) {
         // The time first: then the delivery's last use is the append, which takes it without a copy.
         if fromInput { inputTimes.append(delivery.timeMicroseconds) }
-        switch executor {
-        case .socket: socketOutbox.append(delivery)
-        case .exec: commandOutbox.append(delivery)
-        }
+        outbox.append((delivery, executor))
     }
 
     /// Hands the batch's deliveries to the socket sender and the command runner, one call each (neither blocks), and
@@ -305,12 +301,11 @@ final class Daemon {
     /// returning (handling). The socket targets' messages go first, the figures are recorded after them: even the clock
     /// is read after the hand-over (in the emulated test guest a clock read is a syscall and a device read).
     private func handOver() {
-        if !socketOutbox.isEmpty || !commandOutbox.isEmpty {
-            let lowered = !socketOutbox.isEmpty && sendYield.lower()
-            executors.submit(sockets: socketOutbox, commands: commandOutbox)
+        if !outbox.isEmpty {
+            let lowered = outbox.contains { $0.executor == .socket } && sendYield.lower()
+            executors.submit(outbox)
             if lowered { restoreAfterSend() }
-            socketOutbox.removeAllKeepingCapacity()
-            commandOutbox.removeAllKeepingCapacity()
+            outbox.removeAllKeepingCapacity()
         }
         // The figures of what input caused: also of an answered frame's messages, which the socket sender took straight.
         if !inputTimes.isEmpty {

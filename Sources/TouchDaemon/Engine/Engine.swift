@@ -41,21 +41,6 @@ enum Effect: Sendable {
     }
 }
 
-/// Which executor takes a target's actions.
-enum ExecutorKind: Hashable, Sendable {
-    case socket
-    case exec
-}
-
-extension Configuration.TargetDefinition.Kind {
-    var executor: ExecutorKind {
-        switch self {
-        case .socket: .socket
-        case .exec: .exec
-        }
-    }
-}
-
 /// A reload's reading of the file: a configuration to take, or the problem lines that refuse it (as `touchd check`
 /// prints them, for control clients) and the same lines for the log, without the `error: ` the log's level already
 /// says (nil: the same lines).
