@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// `--self-test`: checks the driver's own parts that need no /dev/uinput — parsing, statistics, expectation
 /// matching, the listeners on real sockets and process handling — so a broken driver shows here, on the build
@@ -19,6 +20,7 @@ struct SelfTest {
         sockets(results)
         processes(results)
         configurations(results)
+        busyTarget(results)
         Console.line(
             results.failed == 0
                 ? "self-test: all \(results.passed) checks passed"
@@ -656,5 +658,122 @@ struct SelfTest {
         } catch {
             results.expect("configurations", false, error.description)
         }
+    }
+
+    /// The busy-target checks' parts: the verdict, a target that works after each message, the CPU load.
+    func busyTarget(_ results: Results) {
+        func comparison(idle: [Int64], busy: [Int64], duringWork: Int? = nil) -> BusyTarget.Comparison {
+            var comparison = BusyTarget.Comparison()
+            comparison.idle = idle
+            comparison.busy = busy
+            comparison.duringWork = duringWork ?? busy.count
+            return comparison
+        }
+        let idle: [Int64] = [2_000, 2_500, 3_000, 2_200, 9_000]
+        results.passes(
+            "busy-verdict-no-wait", comparison(idle: idle, busy: [2_600, 3_100, 4_000, 2_900, 30_000]).failure("x"))
+        results.passes(
+            "busy-verdict-at-bound",
+            comparison(idle: idle, busy: [10_000, 10_000, 10_000, 10_000, 10_000]).failure("x"))
+        results.fails(
+            "busy-verdict-waited", comparison(idle: idle, busy: [17_000, 18_000, 16_500, 2_400, 17_200]).failure("x"),
+            containing: ["x waited behind the busy target", "median 17000 µs", "2500 µs idle", "14500 µs later"])
+        results.fails(
+            "busy-verdict-not-during-work",
+            comparison(idle: idle, busy: [2_600, 3_100, 4_000, 2_900, 3_000], duringWork: 2).failure("x"),
+            containing: ["only 2 of 5", "tested nothing"])
+        var incomplete = comparison(idle: idle, busy: idle)
+        incomplete.missing = ["the next touch never arrived (target busy)"]
+        results.fails("busy-verdict-incomplete", incomplete.failure("x"), containing: ["1 pair(s) incomplete"])
+        results.fails("busy-verdict-empty", comparison(idle: [], busy: []).failure("x"), containing: ["no samples"])
+        // A slow path (idle median 17 ms) may lose up to its own length to CPU sharing, not more.
+        let slow: [Int64] = [15_000, 16_000, 17_000, 18_000, 40_000]
+        results.passes(
+            "busy-verdict-slow-path-shares",
+            comparison(idle: slow, busy: [30_000, 33_000, 34_000, 35_000, 60_000]).failure("x"))
+        results.fails(
+            "busy-verdict-slow-path-waited",
+            comparison(idle: slow, busy: [34_000, 36_000, 36_000, 37_000, 60_000]).failure("x"),
+            containing: ["19000 µs later (bound 17000 µs"])
+        results.equal(
+            "busy-verdict-line",
+            comparison(idle: idle, busy: [17_000, 18_000, 16_500, 2_400, 17_200]).line(check: "c"),
+            "busy-target: check=c idle_p50_us=2500 idle_p99_us=9000 busy_p50_us=17000 busy_p99_us=18000 "
+                + "difference_p50_us=14500 bound_us=7500 idle_samples=5 busy_samples=5 during_work=5")
+
+        do throws(DriverError) {
+            let scratch = try ScratchDirectory()
+            defer { scratch.remove() }
+            let target = try TargetListener(path: scratch.file("busy.sock"), verbose: options.verbose)
+            defer { target.stop() }
+            target.work = 30_000
+            let client = try UnixSocket.connected(path: target.path, type: SOCK_STREAM)
+            defer { close(client) }
+            let line = #"{"action":"a","event":"touchDown"}"#
+            try UnixSocket.send(client, line + "\n")
+            sleep(microseconds: 5_000)
+            try UnixSocket.send(client, line + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= 2 ? true : nil }
+            let arrivals = target.inbox.all.map(\.arrival)
+            results.expect(
+                "busy-target-works-after-each-message",
+                arrivals.count == 2 && arrivals[1] >= arrivals[0] + 30_000,
+                "arrivals \(arrivals): the second message was read before the first one's 30 ms of work ended")
+            target.work = 0
+            let quick = monotonicNow()
+            try UnixSocket.send(client, line + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= 3 ? true : nil }
+            results.expect("busy-target-idle-again", target.inbox.count == 3, "got \(target.inbox.count) messages")
+            let before = ProcessRunTime(pid: getpid())?.nanoseconds ?? 0
+            let load = try CPULoad()
+            defer { load.stop() }
+            load.run()
+            sleep(microseconds: 100_000)
+            // Read while the load's thread runs: the threads that ended are not counted. At least 10 of its 100 ms,
+            // however busy the build machine is.
+            let spent = (ProcessRunTime(pid: getpid())?.nanoseconds ?? 0) &- before
+            load.pause()
+            results.expect("cpu-load-spins", spent >= 10_000_000, "the process ran \(spent) ns in 100 ms")
+            sleep(microseconds: 20_000)
+            let paused = ProcessRunTime(pid: getpid())?.nanoseconds ?? 0
+            sleep(microseconds: 100_000)
+            let idle = (ProcessRunTime(pid: getpid())?.nanoseconds ?? 0) &- paused
+            results.expect("cpu-load-pauses", idle < 10_000_000, "the process ran \(idle) ns in 100 ms while paused")
+
+            // An interlude: once, on the matching message, `after` into the work, with the work going on after it.
+            let stamps = Mutex<[Microseconds]>([])
+            target.interlude = TargetListener.Interlude(
+                after: 10_000, matches: { $0.action == "i" },
+                body: { stamps.withLock { $0.append(monotonicNow()) } })
+            let cursor = target.inbox.count
+            try UnixSocket.send(client, #"{"action":"x"}"# + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= cursor + 1 ? true : nil }
+            target.work = 40_000
+            try UnixSocket.send(client, #"{"action":"i"}"# + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= cursor + 2 ? true : nil }
+            try UnixSocket.send(client, #"{"action":"i"}"# + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= cursor + 3 ? true : nil }
+            let read = target.inbox.since(cursor)
+            let ran = stamps.withLock { $0 }
+            results.equal("interlude-once", ran.count, 1)
+            if read.count == 3, let at = ran.first {
+                results.expect(
+                    "interlude-on-its-message", at >= read[1].arrival + 10_000 && at < read[2].arrival,
+                    "ran at \(at), messages read at \(read.map(\.arrival))")
+                results.expect(
+                    "interlude-work-goes-on", read[2].arrival >= read[1].arrival + 40_000,
+                    "messages read at \(read.map(\.arrival))")
+            } else {
+                results.expect("interlude-messages", false, "read \(read.map(\.raw)), ran \(ran)")
+            }
+            target.work = 0
+            target.interlude = TargetListener.Interlude(after: 0, matches: { _ in true }, body: {})
+            results.expect("interlude-cancel-pending", target.cancelInterlude(), "was not pending")
+            results.expect("interlude-cancel-none", !target.cancelInterlude(), "was still pending")
+            results.expect("busy-target-quick", monotonicNow() - quick < 2_000_000, "took too long")
+        } catch {
+            results.expect("busy-target-socket", false, error.description)
+        }
+
     }
 }
