@@ -484,8 +484,20 @@ struct SelfTest {
             LatencyComparison.type(
                 of: " event4   TOUCH_DOWN              +2.345s\t0 (0) 15.00/15.00 (150.00/150.00mm)"),
             "TOUCH_DOWN")
+        results.equal(
+            "arguments-busy-target",
+            try? Options.parse(["--busy-target", "--touchd", "/t", "--yield-on-send"]),
+            Options(touchd: "/t", busyTarget: true, yieldOnSend: true))
+        results.equal(
+            "arguments-filter-yield-on-send",
+            (try? Options.parse(["--filter", "--touchd", "/t", "--yield-on-send"]))?.yieldOnSend, true)
         let failures: [([String], String)] = [
             ([], "--touchd PATH is required"), (["--touchd"], "--touchd needs a value"),
+            (["--busy-target", "--filter", "--touchd", "/t"], "separate runs"),
+            (["--busy-target", "--systemd-unit", "--touchd", "/t"], "separate runs"),
+            (["--touchd", "/t", "--yield-on-send"], "goes with --busy-target or --filter"),
+            (["--filter", "--systemd-unit", "--touchd", "/t", "--yield-on-send"], "not under --systemd-unit"),
+            (["--filter", "--startup-sweep", "--touchd", "/t", "--yield-on-send"], "--startup-sweep"),
             (["--touchd", "/t", "--taps", "0"], "from 1 to 10000"), (["--touchd", "/t", "--taps", "x"], "not 'x'"),
             (["--bogus"], "unknown argument '--bogus'"),
             (["--self-test", "--without-touchscreen"], "separate runs"),
@@ -660,7 +672,8 @@ struct SelfTest {
         }
     }
 
-    /// The busy-target checks' parts: the verdict, a target that works after each message, the CPU load.
+    /// The busy-target checks' parts: the verdict, a target that works after each message, the CPU load, and with
+    /// --touchd `touchd check` on their configurations.
     func busyTarget(_ results: Results) {
         func comparison(idle: [Int64], busy: [Int64], duringWork: Int? = nil) -> BusyTarget.Comparison {
             var comparison = BusyTarget.Comparison()
@@ -775,5 +788,30 @@ struct SelfTest {
             results.expect("busy-target-socket", false, error.description)
         }
 
+        let socket = "/tmp/e2e-XXXXXX/target.sock"
+        let busy = "/tmp/e2e-XXXXXX/busy.sock"
+        let configs = [
+            ("config-busy-target-run", BusyTargetRun.config(busy: busy, idle: socket))
+        ]
+        guard let touchd = options.touchd else { return }
+        do throws(DriverError) {
+            let scratch = try ScratchDirectory()
+            defer { scratch.remove() }
+            for (name, text) in configs {
+                let path = scratch.file(name + ".toml")
+                try writeFile(path, text)
+                let check = try Daemon(
+                    executable: touchd, arguments: ["check", "--config", path], environment: [:], echoPrefix: nil)
+                let status = check.waitForExit(until: monotonicNow() + 30_000_000)
+                check.waitForOutputEnd(until: monotonicNow() + 2_000_000)
+                if status == nil { check.killAndReap() }
+                results.expect(
+                    name, status == .exited(0),
+                    "touchd check exited \(status.map(String.init(describing:)) ?? "not at all"): "
+                        + check.output.all.joined(separator: " / "))
+            }
+        } catch {
+            results.expect("busy-target-configurations", false, error.description)
+        }
     }
 }
