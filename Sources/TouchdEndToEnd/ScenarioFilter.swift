@@ -18,6 +18,9 @@ final class FilterRun {
     let underSystemd: Bool
     private let scratch: ScratchDirectory
     private let target: TargetListener
+    /// A second socket target that works ``BusyTarget/work`` after each message while its rounds ask it to (the
+    /// busy-target check and the latency run's busy rounds); none under systemd, where both are left out.
+    private let busy: TargetListener?
     private let notify: NotifyListener
     private let configPath: String
     private var daemon: Daemon?
@@ -43,6 +46,7 @@ final class FilterRun {
             target = try TargetListener.forScenario(
                 underSystemd: underSystemd, scratch: scratch, verbose: options.verbose)
             notify = try NotifyListener(path: scratch.file("notify.sock"), verbose: options.verbose)
+            busy = underSystemd ? nil : try TargetListener(path: scratch.file("busy.sock"), verbose: options.verbose)
         } catch {
             Console.line("touchd-e2e: cannot set up: \(error)")
             exit(1)
@@ -94,6 +98,34 @@ final class FilterRun {
         """
     }
 
+    /// ``config(socket:appMaxContacts:swallowSeconds:cancelWith:)`` with a second target, `busy` at `busySocket`:
+    /// `z`'s action goes to it (the busy-target check), and with `measured`, control `m` over the latency run's tap
+    /// point (x 400…599, y 400…599, reaching the app) sends its touchDown there, so that touchd both sends and
+    /// forwards each measured touch-down (the latency run's busy rounds).
+    static func busyConfig(socket: String, busySocket: String, measured: Bool) -> String {
+        var text = config(socket: socket).replacingFirst(
+            #"target = "e2e", action = "z""#, with: #"target = "busy", action = "z""#)
+        text += """
+
+
+            [targets.busy]
+            socket = "\(busySocket)"
+            responds_to = ["z", "m"]
+
+            """
+        if measured {
+            text += """
+
+                [[control]]
+                id = "m"
+                frame = { x = 400, y = 400, width = 200, height = 200 }
+                actions = [{ events = ["touchDown"], target = "busy", action = "m" }]
+
+                """
+        }
+        return text
+    }
+
     func run() -> Int32 {
         do throws(Abort) {
             try setUp()
@@ -114,8 +146,12 @@ final class FilterRun {
             try checkClonedPanelIgnored()
             try checkKill()
             try checkUnplug()
-            // The latency run starts and stops touchd between rounds; it is measured with touchd as a child.
-            if !underSystemd { try measureLatency() }
+            // The busy target's check and the latency run reload and restart touchd with a second target; they are
+            // made with touchd as a child.
+            if !underSystemd {
+                try checkNextForwardedTouch()
+                try measureLatency()
+            }
         } catch {
             record("sequence", "stopped: \(error.reason)")
         }
@@ -124,6 +160,7 @@ final class FilterRun {
         if underSystemd { _ = Tool.run([Tool.systemctl, "stop", UnitPaths.service], verbose: options.verbose) }
         panel?.destroy()
         target.stop()
+        busy?.stop()
         notify.stop()
         let failed = results.filter { $0.failure != nil }
         if !failed.isEmpty {
@@ -223,9 +260,11 @@ final class FilterRun {
         return notify.inbox.since(cursor).last { $0.value("STATUS") != nil }?.value("STATUS")
     }
 
-    /// Starts touchd (or restarts the unit) and waits until its status contains `expecting`.
-    private func startDaemon(expecting: String = "filtering 1") throws(Abort) {
-        try attempt { () throws(DriverError) in try writeFile(configPath, Self.config(socket: target.path)) }
+    /// Starts touchd (or restarts the unit) with `config` (by default the standard one) and waits until its status
+    /// contains `expecting`.
+    private func startDaemon(expecting: String = "filtering 1", config: String? = nil) throws(Abort) {
+        let text = config ?? Self.config(socket: target.path)
+        try attempt { () throws(DriverError) in try writeFile(configPath, text) }
         if underSystemd {
             let started = Tool.run([Tool.systemctl, "restart", UnitPaths.service], verbose: options.verbose)
             guard started.succeeded else { throw Abort("systemctl restart touchd.service: \(started.summary)") }
@@ -240,7 +279,8 @@ final class FilterRun {
         let cursor = notify.inbox.count
         daemon = try attempt { () throws(DriverError) in
             try Daemon(
-                executable: touchd, arguments: ["run", "--config", configPath],
+                executable: touchd,
+                arguments: ["run", "--config", configPath] + (options.yieldOnSend ? ["--yield-on-send"] : []),
                 environment: ["NOTIFY_SOCKET": notify.path], removing: Scenario.scrubbedEnvironment,
                 echoPrefix: options.verbose ? "touchd| " : nil)
         }
@@ -739,6 +779,29 @@ final class FilterRun {
         record(
             "unplugging the panel removes its twin",
             second == nil ? "the second panel got no twin" : removed == nil ? "its twin \(second!) stayed" : nil)
+    }
+
+    /// Filter mode with a busy socket target: `z`'s action goes to `busy`, which works 20 ms after each message it
+    /// reads; 5 ms after it read that action, a tap on empty space must reach the app through the twin no later than
+    /// with `busy` idle, within ``BusyTarget/Comparison/bound`` (one CPU kept busy during each pair; BusyTarget.swift).
+    /// The forwarded touch must not wait for a target.
+    private func checkNextForwardedTouch() throws(Abort) {
+        guard let busy else { return }
+        try reload(Self.busyConfig(socket: target.path, busySocket: busy.path, measured: false))
+        guard let panel else { throw Abort("no panel") }
+        let comparison = try BusyTarget.compare(
+            BusyTarget.Pairs(
+                target: busy, panel: panel, button: (700, 200), action: "z", nextTouch: (500, 500),
+                watch: { [self] in
+                    let cursor = eventCursor
+                    let twin = twinSysname
+                    return { [self] in waitTouches(from: cursor, twin, "TOUCH_DOWN", count: 1)?.first?.arrival }
+                }))
+        Console.line(comparison.line(check: "next-forwarded-touch"))
+        record(
+            "busy-target-next-forwarded-touch: the next touch reaches the app no later with a busy target than an idle one",
+            comparison.failure("the next forwarded touch"))
+        try reload(Self.config(socket: target.path))
     }
 
     /// App-visible latency: from the uinput write to debug-events' TOUCH_DOWN, through the twin (touchd filtering)

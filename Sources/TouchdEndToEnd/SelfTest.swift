@@ -791,8 +791,16 @@ struct SelfTest {
         let socket = "/tmp/e2e-XXXXXX/target.sock"
         let busy = "/tmp/e2e-XXXXXX/busy.sock"
         let configs = [
-            ("config-busy-target-run", BusyTargetRun.config(busy: busy, idle: socket))
+            ("config-busy-target-run", BusyTargetRun.config(busy: busy, idle: socket)),
+            ("config-filter", FilterRun.config(socket: socket)),
+            ("config-filter-busy", FilterRun.busyConfig(socket: socket, busySocket: busy, measured: false)),
+            ("config-filter-busy-measured", FilterRun.busyConfig(socket: socket, busySocket: busy, measured: true)),
         ]
+        results.expect(
+            "config-filter-busy-z", configs[2].1.contains(#"target = "busy", action = "z""#), configs[2].1)
+        results.expect(
+            "config-filter-busy-m", configs[3].1.contains(#"id = "m""#) && !configs[2].1.contains(#"id = "m""#),
+            configs[3].1)
         guard let touchd = options.touchd else { return }
         do throws(DriverError) {
             let scratch = try ScratchDirectory()
