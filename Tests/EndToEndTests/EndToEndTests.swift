@@ -167,12 +167,19 @@ struct EndToEndTests {
     }
 
     /// Filter mode (docs/kiosk.md) with real kernel input: touchd grabs a uinput panel and forwards to its twin, and
-    /// `libinput debug-events` on the whole seat shows what the application gets (ScenarioFilter.swift). It also
-    /// prints the app-visible latency through the twin against the panel read directly (a figure, not a pass mark:
-    /// this is the debug build; docs/performance.md has the release build's).
+    /// `libinput debug-events` on the whole seat shows what the application gets (ScenarioFilter.swift), also that the
+    /// next touch forwarded to the application does not wait behind a busy socket target. It also prints the
+    /// app-visible latency (`filter-latency:` lines, medians and p99) through touchd's twin against the panel read
+    /// directly and, with a C compiler on the host, through a bare forwarder's twin (scripts/vm/floors), with the
+    /// socket target idle and busy (figures, not pass marks: this is the debug build; docs/performance.md has the
+    /// release build's).
     @Test("filter mode: what the app receives, in the VM", .timeLimit(.minutes(10)))
     func filterModeInVM() async throws {
-        try await Self.runDriver("filter mode", vm: ["--timeout", "600"], driver: ["--filter"])
+        var arguments = ["--filter"]
+        if let floors = Self.buildFloors() {
+            arguments += ["--floor-filter", floors.appendingPathComponent("floor-filter").path]
+        }
+        try await Self.runDriver("filter mode", vm: ["--timeout", "600"], driver: arguments)
     }
 
     /// The next tap's action must not wait behind a busy socket target (ScenarioBusyTarget.swift, BusyTarget.swift):
