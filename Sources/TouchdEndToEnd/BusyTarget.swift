@@ -23,7 +23,9 @@ enum BusyTarget {
     static let nextTouchAfter: Microseconds = 5_000
     /// What the busy median may exceed the idle one by, besides the idle median itself (``Comparison/bound``): a
     /// target just woken is owed up to half of the scheduler's period, 6 ms of the 12 ms in the two-vCPU guest
-    /// (sched_latency, 6 ms scaled for two CPUs), by which it may run ahead of a path that lands behind it on its CPU.
+    /// (sched_latency, 6 ms scaled for two CPUs), by which it may run ahead of a path that lands behind it on its CPU;
+    /// and a wake-up across vCPUs, which the emulator holds 0.8–1.6 ms (docs/performance.md), may come where it did
+    /// not with a CPU idle: 8 ms in all.
     ///
     /// Why this bound: the next touch is written 5 ms into the target's 20 ms of work, so a path that waits for that
     /// work to end delivers it up to 15 ms later than with the target idle, whatever the path's own length. A path
@@ -31,8 +33,8 @@ enum BusyTarget {
     /// work leaves it no idle CPU, so each of its wake-ups preempts a spinning thread, or lands behind the freshly
     /// woken target and waits for its due, and when it needs the CPU for longer than a slice it shares it. Sharing can
     /// at most double a path that needs the CPU throughout: hence the idle median plus ``slack``. A release build's
-    /// path (idle median 1–3 ms) is judged within 7–9 ms, well below the 15 ms of a wait; a debug build's, whose path
-    /// is several times longer, within its idle median and 6 ms: sharp while that median is under about 9 ms (on an
+    /// path (idle median 1–3 ms) is judged within 9–11 ms, below the 15 ms of a wait; a debug build's, whose path is
+    /// several times longer, within its idle median and 8 ms: sharp while that median is under about 7 ms (on an
     /// unloaded machine), and then only gross waits are caught. Measured in the test guest (two vCPUs, 20 pairs each,
     /// the build machine loaded 0.5–2 over its two cores), medians idle → busy:
     ///
@@ -47,7 +49,7 @@ enum BusyTarget {
     /// free) the same debug build measured 3.6 → 5.2 and 6.7 → 7.0 ms. The emulator adds its own share: each vCPU
     /// that spins takes a core of the build machine, so on a machine busy with other work the busy pairs, with two
     /// spinning vCPUs, lose more to it than the idle ones.
-    static let slack: Microseconds = 6_000
+    static let slack: Microseconds = 8_000
     /// Pairs with the target idle, and as many with it busy: the two alternate pair by pair, idle first, so that a
     /// change in the guest's speed over the run (the build machine is shared) touches both alike.
     static let pairsEach = 20
