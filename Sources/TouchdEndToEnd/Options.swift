@@ -42,6 +42,10 @@ struct Options: Equatable {
     var units = "systemd"
     /// Whether the control socket must answer a hello (on once the control socket has landed).
     var expectControlSocket = false
+    /// The next tap's action with a busy socket target (ScenarioBusyTarget.swift).
+    var busyTarget = false
+    /// With `busyTarget` or `filter` (not under systemd): touchd runs with `--yield-on-send`.
+    var yieldOnSend = false
     var help = false
 
     static let usage = """
@@ -52,6 +56,7 @@ struct Options: Equatable {
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH] [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
+               touchd-e2e --busy-target --touchd PATH [--yield-on-send] [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
                           [--also-touchd PATH] [--floor-reader PATH] [--floor-daemon PATH] [--verbose]
 
@@ -115,6 +120,14 @@ struct Options: Equatable {
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated
                          /run/touchd/control.sock (off until touchd has a control socket)
+          --busy-target  the next tap's action must not wait behind a busy socket target: with one CPU kept busy,
+                         a tap whose action goes to a target that works 20 ms after each message, then a tap
+                         5 ms later whose action goes to an idle target; that action's latency against the same
+                         with the first target idle (the `busy-target:` line; --filter checks the same for the
+                         next touch forwarded to the application)
+          --yield-on-send
+                         with --busy-target or --filter (not under --systemd-unit): run touchd with its
+                         --yield-on-send, which the busy-target checks are expected to fail
 
         Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error, 77 when /dev/uinput cannot
         be opened for writing (the test is skipped).
@@ -191,6 +204,8 @@ struct Options: Equatable {
                 options.maximumRatio = ratio
             case "--units": options.units = try value(for: argument)
             case "--expect-control-socket": options.expectControlSocket = true
+            case "--busy-target": options.busyTarget = true
+            case "--yield-on-send": options.yieldOnSend = true
             case "-h", "--help": options.help = true
             default: throw UsageError("unknown argument '\(argument)'")
             }
@@ -198,11 +213,18 @@ struct Options: Equatable {
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
             options.filter && !options.startupSweep, options.cage, options.compareLibinput, options.startupSweep,
+            options.busyTarget,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
-                "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput and "
-                    + "--startup-sweep are separate runs; give one of them"
+                "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput, "
+                    + "--startup-sweep and --busy-target are separate runs; give one of them"
             )
+        }
+        if options.yieldOnSend,
+            (!options.busyTarget && !options.filter) || options.systemdUnit || options.startupSweep
+        {
+            throw UsageError(
+                "--yield-on-send goes with --busy-target or --filter, not under --systemd-unit or --startup-sweep")
         }
         if !options.compareLibinput,
             options.maximumRatio != nil || options.otherTouchd != nil || options.floorReader != nil

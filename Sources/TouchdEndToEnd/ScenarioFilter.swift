@@ -18,6 +18,9 @@ final class FilterRun {
     let underSystemd: Bool
     private let scratch: ScratchDirectory
     private let target: TargetListener
+    /// A second socket target that works ``BusyTarget/work`` after each message while its rounds ask it to (the
+    /// busy-target check and the latency run's busy rounds); none under systemd, where both are left out.
+    private let busy: TargetListener?
     private let notify: NotifyListener
     private let configPath: String
     private var daemon: Daemon?
@@ -43,6 +46,7 @@ final class FilterRun {
             target = try TargetListener.forScenario(
                 underSystemd: underSystemd, scratch: scratch, verbose: options.verbose)
             notify = try NotifyListener(path: scratch.file("notify.sock"), verbose: options.verbose)
+            busy = underSystemd ? nil : try TargetListener(path: scratch.file("busy.sock"), verbose: options.verbose)
         } catch {
             Console.line("touchd-e2e: cannot set up: \(error)")
             exit(1)
@@ -94,6 +98,34 @@ final class FilterRun {
         """
     }
 
+    /// ``config(socket:appMaxContacts:swallowSeconds:cancelWith:)`` with a second target, `busy` at `busySocket`:
+    /// `z`'s action goes to it (the busy-target check), and with `measured`, control `m` over the latency run's tap
+    /// point (x 400…599, y 400…599, reaching the app) sends its touchDown there, so that touchd both sends and
+    /// forwards each measured touch-down (the latency run's busy rounds).
+    static func busyConfig(socket: String, busySocket: String, measured: Bool) -> String {
+        var text = config(socket: socket).replacingFirst(
+            #"target = "e2e", action = "z""#, with: #"target = "busy", action = "z""#)
+        text += """
+
+
+            [targets.busy]
+            socket = "\(busySocket)"
+            responds_to = ["z", "m"]
+
+            """
+        if measured {
+            text += """
+
+                [[control]]
+                id = "m"
+                frame = { x = 400, y = 400, width = 200, height = 200 }
+                actions = [{ events = ["touchDown"], target = "busy", action = "m" }]
+
+                """
+        }
+        return text
+    }
+
     func run() -> Int32 {
         do throws(Abort) {
             try setUp()
@@ -114,8 +146,12 @@ final class FilterRun {
             try checkClonedPanelIgnored()
             try checkKill()
             try checkUnplug()
-            // The latency run starts and stops touchd between rounds; it is measured with touchd as a child.
-            if !underSystemd { try measureLatency() }
+            // The busy target's check and the latency run reload and restart touchd with a second target; they are
+            // made with touchd as a child.
+            if !underSystemd {
+                try checkNextForwardedTouch()
+                try measureLatency()
+            }
         } catch {
             record("sequence", "stopped: \(error.reason)")
         }
@@ -124,6 +160,7 @@ final class FilterRun {
         if underSystemd { _ = Tool.run([Tool.systemctl, "stop", UnitPaths.service], verbose: options.verbose) }
         panel?.destroy()
         target.stop()
+        busy?.stop()
         notify.stop()
         let failed = results.filter { $0.failure != nil }
         if !failed.isEmpty {
@@ -223,9 +260,11 @@ final class FilterRun {
         return notify.inbox.since(cursor).last { $0.value("STATUS") != nil }?.value("STATUS")
     }
 
-    /// Starts touchd (or restarts the unit) and waits until its status contains `expecting`.
-    private func startDaemon(expecting: String = "filtering 1") throws(Abort) {
-        try attempt { () throws(DriverError) in try writeFile(configPath, Self.config(socket: target.path)) }
+    /// Starts touchd (or restarts the unit) with `config` (by default the standard one) and waits until its status
+    /// contains `expecting`.
+    private func startDaemon(expecting: String = "filtering 1", config: String? = nil) throws(Abort) {
+        let text = config ?? Self.config(socket: target.path)
+        try attempt { () throws(DriverError) in try writeFile(configPath, text) }
         if underSystemd {
             let started = Tool.run([Tool.systemctl, "restart", UnitPaths.service], verbose: options.verbose)
             guard started.succeeded else { throw Abort("systemctl restart touchd.service: \(started.summary)") }
@@ -240,7 +279,8 @@ final class FilterRun {
         let cursor = notify.inbox.count
         daemon = try attempt { () throws(DriverError) in
             try Daemon(
-                executable: touchd, arguments: ["run", "--config", configPath],
+                executable: touchd,
+                arguments: ["run", "--config", configPath] + (options.yieldOnSend ? ["--yield-on-send"] : []),
                 environment: ["NOTIFY_SOCKET": notify.path], removing: Scenario.scrubbedEnvironment,
                 echoPrefix: options.verbose ? "touchd| " : nil)
         }
@@ -741,83 +781,195 @@ final class FilterRun {
             second == nil ? "the second panel got no twin" : removed == nil ? "its twin \(second!) stayed" : nil)
     }
 
-    /// App-visible latency: from the uinput write to debug-events' TOUCH_DOWN, through the twin (touchd filtering)
-    /// and from the panel directly (touchd stopped), alternating rounds in this boot. With `--floor-filter`, also
-    /// through the twin of that minimal filter (touchd stopped), in rounds between them: what any filter costs here.
+    /// Filter mode with a busy socket target: `z`'s action goes to `busy`, which works 20 ms after each message it
+    /// reads; 5 ms after it read that action, a tap on empty space must reach the app through the twin no later than
+    /// with `busy` idle, within ``BusyTarget/Comparison/bound`` (one CPU kept busy during each pair; BusyTarget.swift).
+    /// The forwarded touch must not wait for a target.
+    private func checkNextForwardedTouch() throws(Abort) {
+        guard let busy else { return }
+        try reload(Self.busyConfig(socket: target.path, busySocket: busy.path, measured: false))
+        guard let panel else { throw Abort("no panel") }
+        let comparison = try BusyTarget.compare(
+            BusyTarget.Pairs(
+                target: busy, panel: panel, button: (700, 200), action: "z", nextTouch: (500, 500),
+                watch: { [self] in
+                    let cursor = eventCursor
+                    let twin = twinSysname
+                    return { [self] in waitTouches(from: cursor, twin, "TOUCH_DOWN", count: 1)?.first?.arrival }
+                }))
+        Console.line(comparison.line(check: "next-forwarded-touch"))
+        record(
+            "busy-target-next-forwarded-touch: the next touch reaches the app no later with a busy target than an idle one",
+            comparison.failure("the next forwarded touch"))
+        try reload(Self.config(socket: target.path))
+    }
+
+    /// App-visible latency: from the uinput write to debug-events' TOUCH_DOWN, in one boot, read three ways: from the
+    /// panel directly (touchd stopped), through the twin of the bare forwarder `--floor-filter` names (grab and copy,
+    /// nothing decided; touchd stopped), and through touchd's twin. A fresh reader for each round of
+    /// ``latencyTaps`` taps on the same point, the readers in turn, ``latencyPasses`` times: at least 40 touch-downs
+    /// per reader. Then the same with the busy target (`busy`, working 20 ms after each message) receiving an action
+    /// for each touch-down: in touchd's rounds the tap lands on control `m`, whose touchDown touchd sends to `busy` as
+    /// it forwards the touch; in the other rounds the driver sends `busy` a line of its own right after each
+    /// touch-down's write (the target then starts its work a little earlier than after touchd's send, which if
+    /// anything loads the other readers more). The idle and busy rounds alternate within each pass.
+    ///
+    /// Prints a `filter-latency:` line per condition with each reader's median and p99 (nearest rank: of 40 samples
+    /// the p99 is the largest) and touchd's ratios to the bare forwarder, beside the bounds the project set for them
+    /// (median ≤ 1.15×, p99 ≤ 1.3×). Figures of an emulated guest, reported and not judged: the check only asks for the
+    /// samples.
     private func measureLatency() throws(Abort) {
-        enum Reader { case touchd, direct, floor }
-        var samples: [Reader: [Double]] = [.touchd: [], .direct: [], .floor: []]
-        let cycle: [Reader] = options.floorFilter == nil ? [.touchd, .direct] : [.touchd, .direct, .floor]
-        for reader in cycle + cycle {
-            var floorFilter: Daemon?
-            defer { floorFilter?.killAndReap() }
-            switch reader {
-            case .touchd:
-                if daemon?.exitStatus != nil {
-                    // A restarted touchd has a new twin.
-                    let cursor = eventCursor
-                    try startDaemon()
-                    try findTwin(from: cursor)
-                }
-            case .direct, .floor:
-                if daemon?.exitStatus == nil {
-                    daemon?.send(SIGTERM)
-                    _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
-                    sleep(microseconds: 300_000)
-                }
-                if reader == .floor, let path = options.floorFilter {
-                    let cursor = eventCursor
-                    floorFilter = try attempt { () throws(DriverError) in
-                        try Daemon(
-                            executable: path, arguments: [Self.panelName], environment: [:],
-                            removing: Scenario.scrubbedEnvironment,
-                            echoPrefix: options.verbose ? "floor| " : nil, published: false)
+        typealias Reader = LatencyReader
+        struct Round: Hashable {
+            var reader: Reader
+            var busy: Bool
+        }
+        var samples: [Round: [Int64]] = [:]
+        var busyActions = 0
+        let readers: [Reader] = options.floorFilter == nil ? [.touchd, .direct] : [.touchd, .direct, .floor]
+        let conditions = busy == nil ? [false] : [false, true]
+        // The driver's own connection to the busy target, for the stand-in lines of the direct and floor rounds.
+        var standIn: Int32 = -1
+        defer {
+            if standIn >= 0 { close(standIn) }
+            busy?.work = 0
+        }
+        if let busy {
+            _ = CPUWork.turnsPerStep  // measured now rather than in the first busy round
+            standIn = try attempt { () throws(DriverError) in
+                try UnixSocket.connected(path: busy.path, type: SOCK_STREAM)
+            }
+        }
+        for _ in 0..<Self.latencyPasses {
+            for isBusy in conditions {
+                busy?.work = isBusy ? BusyTarget.work : 0
+                for reader in readers {
+                    let round = Round(reader: reader, busy: isBusy)
+                    samples[round, default: []] += try measureRound(reader, busy: isBusy, standIn: standIn) {
+                        busyActions += $0
                     }
-                    try findTwin(from: cursor)
                 }
             }
-            let source = reader == .direct ? panelSysname : twinSysname
-            sleep(microseconds: 300_000)
-            for _ in 0..<20 {
-                let cursor = eventCursor
-                guard let panel else { throw Abort("no panel") }
-                let timing = try attempt { () throws(DriverError) in try panel.write([.down(slot: 0, x: 500, y: 500)]) }
-                if let down = waitTouches(from: cursor, source, "TOUCH_DOWN", count: 1)?.first {
-                    samples[reader, default: []].append(Double(down.arrival - timing.beforeReport) / 1000)
-                }
-                sleep(microseconds: 30_000)
-                try write([.up(slot: 0)])
-                sleep(microseconds: 120_000)
+        }
+        var enough = true
+        for isBusy in conditions {
+            func figures(_ reader: Reader) -> Percentiles? {
+                Percentiles(samples[Round(reader: reader, busy: isBusy)] ?? [])
             }
-        }
-        func median(_ values: [Double]) -> Double {
-            let sorted = values.sorted()
-            return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
-        }
-        let twin = samples[.touchd] ?? []
-        let direct = samples[.direct] ?? []
-        let floor = samples[.floor] ?? []
-        let twinMedian = median(twin)
-        let directMedian = median(direct)
-        let floorMedian = median(floor)
-        let ratio = twinMedian / directMedian
-        var text =
-            "app-visible latency, uinput write → debug-events TOUCH_DOWN: through the twin median "
-            + "\(format(twinMedian)) ms (\(twin.count) taps), panel read directly median "
-            + "\(format(directMedian)) ms (\(direct.count) taps), ratio \(format(ratio))"
-        if options.floorFilter != nil {
-            let floorRatio = floorMedian / directMedian
-            text +=
-                "; through the floor filter's twin median \(format(floorMedian)) ms (\(floor.count) taps), ratio "
-                + "\(format(floorRatio)) to the panel read directly, touchd's "
-                + "\(format(twinMedian / floorMedian)) to the floor filter's"
+            let direct = figures(.direct)
+            let floor = figures(.floor)
+            let touchd = figures(.touchd)
+            func ratio(_ numerator: Int64?, _ denominator: Int64?) -> Double {
+                guard let numerator, let denominator, denominator > 0 else { return .nan }
+                return Double(numerator) / Double(denominator)
+            }
+            func figure(_ value: Int64?) -> String { value.map(String.init) ?? "n/a" }
+            let overFloor50 = ratio(touchd?.p50, floor?.p50)
+            let overFloor99 = ratio(touchd?.p99, floor?.p99)
+            let counts = readers.map { samples[Round(reader: $0, busy: isBusy)]?.count ?? 0 }
+            let bounds =
+                floor == nil || touchd == nil
+                ? "n/a" : overFloor50 <= Self.medianBound && overFloor99 <= Self.p99Bound ? "met" : "not-met"
             Console.line(
-                "filter-latency-floor: direct_ms=\(format(directMedian)) floor_filter_ms=\(format(floorMedian)) "
-                    + "touchd_ms=\(format(twinMedian)) floor_ratio=\(format(floorRatio)) touchd_ratio=\(format(ratio))")
+                "filter-latency: busy=\(isBusy ? 1 : 0) samples=\(counts.min() ?? 0) "
+                    + "direct_p50_us=\(figure(direct?.p50)) direct_p99_us=\(figure(direct?.p99)) "
+                    + "floor_p50_us=\(figure(floor?.p50)) floor_p99_us=\(figure(floor?.p99)) "
+                    + "touchd_p50_us=\(figure(touchd?.p50)) touchd_p99_us=\(figure(touchd?.p99)) "
+                    + "touchd_over_floor_p50=\(format(overFloor50)) touchd_over_floor_p99=\(format(overFloor99)) "
+                    + "floor_over_direct_p50=\(format(ratio(floor?.p50, direct?.p50))) "
+                    + "touchd_over_direct_p50=\(format(ratio(touchd?.p50, direct?.p50))) "
+                    + "bounds=\(bounds) (touchd/floor p50 <= \(Self.medianBound), p99 <= \(Self.p99Bound); reported)")
+            notes.append(
+                "app-visible latency\(isBusy ? " with the busy target" : ""), uinput write → debug-events TOUCH_DOWN: "
+                    + readers.map { reader in
+                        "\(reader.rawValue) \(figures(reader).map { "p50 \($0.p50) µs p99 \($0.p99) µs" } ?? "n/a") "
+                            + "(\(samples[Round(reader: reader, busy: isBusy)]?.count ?? 0))"
+                    }.joined(separator: ", ") + " (p99 nearest rank)")
+            if counts.contains(where: { $0 < 40 }) { enough = false }
         }
-        notes.append(text)
-        let enough = twin.count >= 40 && direct.count >= 40 && (options.floorFilter == nil || floor.count >= 40)
-        record("latency measured (40 taps each way)", enough ? nil : text)
+        let expectedActions = busy == nil ? 0 : Self.latencyPasses * Self.latencyTaps
+        record(
+            "latency measured (at least 40 touch-downs per reader\(busy == nil ? "" : ", idle and busy target"))",
+            !enough
+                ? "too few samples: \(samples.map { "\($0.key.reader.rawValue) busy=\($0.key.busy): \($0.value.count)" })"
+                : busyActions < expectedActions
+                    ? "the busy target got \(busyActions) of touchd's \(expectedActions) touchDown actions" : nil)
+    }
+
+    /// What reads the panel in a round of the latency run: `libinput debug-events` alone, through the bare forwarder's
+    /// twin, or through touchd's.
+    private enum LatencyReader: String {
+        case direct, floor, touchd
+    }
+
+    /// Rounds per reader and condition, and taps per round.
+    private static let latencyPasses = 2
+    private static let latencyTaps = 20
+    /// The bounds set for touchd's forwarding against the bare forwarder's (its ratio of medians and of p99s).
+    private static let medianBound = 1.15
+    private static let p99Bound = 1.3
+
+    /// One round of the latency run: `reader` fresh (touchd started with the configuration `busy` asks for, or the
+    /// floor filter started, or both stopped), ``latencyTaps`` taps at (500, 500); returns their latencies in µs.
+    /// `busyActions` is told how many of touchd's touchDown actions the busy target got in the round.
+    private func measureRound(
+        _ reader: LatencyReader, busy isBusy: Bool, standIn: Int32, busyActions: (Int) -> Void
+    ) throws(Abort) -> [Int64] {
+        var floorFilter: Daemon?
+        defer { floorFilter?.killAndReap() }
+        if daemon?.exitStatus == nil {
+            daemon?.send(SIGTERM)
+            _ = daemon?.waitForExit(until: monotonicNow() + 5_000_000)
+            sleep(microseconds: 300_000)
+        }
+        switch reader {
+        case .touchd:
+            // A fresh touchd has a new twin.
+            let cursor = eventCursor
+            let config =
+                isBusy
+                ? Self.busyConfig(socket: target.path, busySocket: busy?.path ?? "", measured: true)
+                : Self.config(socket: target.path)
+            try startDaemon(config: config)
+            try findTwin(from: cursor)
+        case .floor:
+            guard let path = options.floorFilter else { return [] }
+            let cursor = eventCursor
+            floorFilter = try attempt { () throws(DriverError) in
+                try Daemon(
+                    executable: path, arguments: [Self.panelName], environment: [:],
+                    removing: Scenario.scrubbedEnvironment, echoPrefix: options.verbose ? "floor| " : nil,
+                    published: false)
+            }
+            try findTwin(from: cursor)
+        case .direct:
+            break
+        }
+        let source = reader == .direct ? panelSysname : twinSysname
+        let sendsItself = reader == .touchd
+        let actionsBefore = busy?.inbox.count ?? 0
+        sleep(microseconds: 300_000)
+        var latencies: [Int64] = []
+        for _ in 0..<Self.latencyTaps {
+            let cursor = eventCursor
+            guard let panel else { throw Abort("no panel") }
+            let timing = try attempt { () throws(DriverError) in try panel.write([.down(slot: 0, x: 500, y: 500)]) }
+            if isBusy, !sendsItself, standIn >= 0 {
+                try attempt { () throws(DriverError) in
+                    try UnixSocket.send(standIn, #"{"action":"m","event":"touchDown","target":"busy"}"# + "\n")
+                }
+            }
+            if let down = waitTouches(from: cursor, source, "TOUCH_DOWN", count: 1)?.first {
+                latencies.append(Int64(down.arrival) - Int64(timing.beforeReport))
+            }
+            sleep(microseconds: 30_000)
+            try write([.up(slot: 0)])
+            sleep(microseconds: 120_000)
+        }
+        if isBusy, sendsItself, let busy {
+            busyActions(busy.inbox.since(actionsBefore).count { $0.action == "m" && $0.event == "touchDown" })
+        }
+        return latencies
     }
 
     private func format(_ value: Double) -> String {

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// `--self-test`: checks the driver's own parts that need no /dev/uinput — parsing, statistics, expectation
 /// matching, the listeners on real sockets and process handling — so a broken driver shows here, on the build
@@ -19,6 +20,7 @@ struct SelfTest {
         sockets(results)
         processes(results)
         configurations(results)
+        busyTarget(results)
         Console.line(
             results.failed == 0
                 ? "self-test: all \(results.passed) checks passed"
@@ -482,8 +484,20 @@ struct SelfTest {
             LatencyComparison.type(
                 of: " event4   TOUCH_DOWN              +2.345s\t0 (0) 15.00/15.00 (150.00/150.00mm)"),
             "TOUCH_DOWN")
+        results.equal(
+            "arguments-busy-target",
+            try? Options.parse(["--busy-target", "--touchd", "/t", "--yield-on-send"]),
+            Options(touchd: "/t", busyTarget: true, yieldOnSend: true))
+        results.equal(
+            "arguments-filter-yield-on-send",
+            (try? Options.parse(["--filter", "--touchd", "/t", "--yield-on-send"]))?.yieldOnSend, true)
         let failures: [([String], String)] = [
             ([], "--touchd PATH is required"), (["--touchd"], "--touchd needs a value"),
+            (["--busy-target", "--filter", "--touchd", "/t"], "separate runs"),
+            (["--busy-target", "--systemd-unit", "--touchd", "/t"], "separate runs"),
+            (["--touchd", "/t", "--yield-on-send"], "goes with --busy-target or --filter"),
+            (["--filter", "--systemd-unit", "--touchd", "/t", "--yield-on-send"], "not under --systemd-unit"),
+            (["--filter", "--startup-sweep", "--touchd", "/t", "--yield-on-send"], "--startup-sweep"),
             (["--touchd", "/t", "--taps", "0"], "from 1 to 10000"), (["--touchd", "/t", "--taps", "x"], "not 'x'"),
             (["--bogus"], "unknown argument '--bogus'"),
             (["--self-test", "--without-touchscreen"], "separate runs"),
@@ -655,6 +669,160 @@ struct SelfTest {
             }
         } catch {
             results.expect("configurations", false, error.description)
+        }
+    }
+
+    /// The busy-target checks' parts: the verdict, a target that works after each message, the CPU load, and with
+    /// --touchd `touchd check` on their configurations.
+    func busyTarget(_ results: Results) {
+        func comparison(idle: [Int64], busy: [Int64], duringWork: Int? = nil) -> BusyTarget.Comparison {
+            var comparison = BusyTarget.Comparison()
+            comparison.idle = idle
+            comparison.busy = busy
+            comparison.duringWork = duringWork ?? busy.count
+            return comparison
+        }
+        // Idle median 2.5 ms: the bound is 10.5 ms (2.5 + 8).
+        let idle: [Int64] = [2_000, 2_500, 3_000, 2_200, 9_000]
+        results.passes(
+            "busy-verdict-no-wait", comparison(idle: idle, busy: [2_600, 3_100, 4_000, 2_900, 30_000]).failure("x"))
+        results.passes(
+            "busy-verdict-at-bound",
+            comparison(idle: idle, busy: [13_000, 13_000, 13_000, 13_000, 13_000]).failure("x"))
+        results.fails(
+            "busy-verdict-waited", comparison(idle: idle, busy: [17_000, 18_000, 16_500, 2_400, 17_200]).failure("x"),
+            containing: [
+                "x waited behind the busy target", "median 17000 µs", "2500 µs idle", "14500 µs later (bound 10500 µs",
+            ])
+        results.fails(
+            "busy-verdict-not-during-work",
+            comparison(idle: idle, busy: [2_600, 3_100, 4_000, 2_900, 3_000], duringWork: 2).failure("x"),
+            containing: ["only 2 of 5", "tested nothing"])
+        var incomplete = comparison(idle: idle, busy: idle)
+        incomplete.missing = ["the next touch never arrived (target busy)"]
+        results.fails("busy-verdict-incomplete", incomplete.failure("x"), containing: ["1 pair(s) incomplete"])
+        results.fails("busy-verdict-empty", comparison(idle: [], busy: []).failure("x"), containing: ["no samples"])
+        // A slow path (idle median 17 ms) may lose up to its own length and 8 ms to the busy target, not more.
+        let slow: [Int64] = [15_000, 16_000, 17_000, 18_000, 40_000]
+        results.passes(
+            "busy-verdict-slow-path-shares",
+            comparison(idle: slow, busy: [30_000, 40_000, 42_000, 43_000, 60_000]).failure("x"))
+        results.fails(
+            "busy-verdict-slow-path-waited",
+            comparison(idle: slow, busy: [34_000, 42_000, 44_000, 45_000, 60_000]).failure("x"),
+            containing: ["27000 µs later (bound 25000 µs"])
+        results.equal(
+            "busy-verdict-line",
+            comparison(idle: idle, busy: [17_000, 18_000, 16_500, 2_400, 17_200]).line(check: "c"),
+            "busy-target: check=c idle_p50_us=2500 idle_p99_us=9000 busy_p50_us=17000 busy_p99_us=18000 "
+                + "difference_p50_us=14500 bound_us=10500 idle_samples=5 busy_samples=5 during_work=5")
+
+        do throws(DriverError) {
+            let scratch = try ScratchDirectory()
+            defer { scratch.remove() }
+            let target = try TargetListener(path: scratch.file("busy.sock"), verbose: options.verbose)
+            defer { target.stop() }
+            target.work = 30_000
+            let client = try UnixSocket.connected(path: target.path, type: SOCK_STREAM)
+            defer { close(client) }
+            let line = #"{"action":"a","event":"touchDown"}"#
+            try UnixSocket.send(client, line + "\n")
+            sleep(microseconds: 5_000)
+            try UnixSocket.send(client, line + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= 2 ? true : nil }
+            let arrivals = target.inbox.all.map(\.arrival)
+            results.expect(
+                "busy-target-works-after-each-message",
+                arrivals.count == 2 && arrivals[1] >= arrivals[0] + 30_000,
+                "arrivals \(arrivals): the second message was read before the first one's 30 ms of work ended")
+            target.work = 0
+            let quick = monotonicNow()
+            try UnixSocket.send(client, line + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= 3 ? true : nil }
+            results.expect("busy-target-idle-again", target.inbox.count == 3, "got \(target.inbox.count) messages")
+            let before = ProcessRunTime(pid: getpid())?.nanoseconds ?? 0
+            let load = try CPULoad()
+            defer { load.stop() }
+            load.run()
+            sleep(microseconds: 100_000)
+            // Read while the load's thread runs: the threads that ended are not counted. At least 10 of its 100 ms,
+            // however busy the build machine is.
+            let spent = (ProcessRunTime(pid: getpid())?.nanoseconds ?? 0) &- before
+            load.pause()
+            results.expect("cpu-load-spins", spent >= 10_000_000, "the process ran \(spent) ns in 100 ms")
+            sleep(microseconds: 20_000)
+            let paused = ProcessRunTime(pid: getpid())?.nanoseconds ?? 0
+            sleep(microseconds: 100_000)
+            let idle = (ProcessRunTime(pid: getpid())?.nanoseconds ?? 0) &- paused
+            results.expect("cpu-load-pauses", idle < 10_000_000, "the process ran \(idle) ns in 100 ms while paused")
+
+            // An interlude: once, on the matching message, `after` into the work, with the work going on after it.
+            let stamps = Mutex<[Microseconds]>([])
+            target.interlude = TargetListener.Interlude(
+                after: 10_000, matches: { $0.action == "i" },
+                body: { stamps.withLock { $0.append(monotonicNow()) } })
+            let cursor = target.inbox.count
+            try UnixSocket.send(client, #"{"action":"x"}"# + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= cursor + 1 ? true : nil }
+            target.work = 40_000
+            try UnixSocket.send(client, #"{"action":"i"}"# + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= cursor + 2 ? true : nil }
+            try UnixSocket.send(client, #"{"action":"i"}"# + "\n")
+            _ = poll(until: monotonicNow() + 2_000_000) { target.inbox.count >= cursor + 3 ? true : nil }
+            let read = target.inbox.since(cursor)
+            let ran = stamps.withLock { $0 }
+            results.equal("interlude-once", ran.count, 1)
+            if read.count == 3, let at = ran.first {
+                results.expect(
+                    "interlude-on-its-message", at >= read[1].arrival + 10_000 && at < read[2].arrival,
+                    "ran at \(at), messages read at \(read.map(\.arrival))")
+                results.expect(
+                    "interlude-work-goes-on", read[2].arrival >= read[1].arrival + 40_000,
+                    "messages read at \(read.map(\.arrival))")
+            } else {
+                results.expect("interlude-messages", false, "read \(read.map(\.raw)), ran \(ran)")
+            }
+            target.work = 0
+            target.interlude = TargetListener.Interlude(after: 0, matches: { _ in true }, body: {})
+            results.expect("interlude-cancel-pending", target.cancelInterlude(), "was not pending")
+            results.expect("interlude-cancel-none", !target.cancelInterlude(), "was still pending")
+            results.expect("busy-target-quick", monotonicNow() - quick < 2_000_000, "took too long")
+        } catch {
+            results.expect("busy-target-socket", false, error.description)
+        }
+
+        let socket = "/tmp/e2e-XXXXXX/target.sock"
+        let busy = "/tmp/e2e-XXXXXX/busy.sock"
+        let configs = [
+            ("config-busy-target-run", BusyTargetRun.config(busy: busy, idle: socket)),
+            ("config-filter", FilterRun.config(socket: socket)),
+            ("config-filter-busy", FilterRun.busyConfig(socket: socket, busySocket: busy, measured: false)),
+            ("config-filter-busy-measured", FilterRun.busyConfig(socket: socket, busySocket: busy, measured: true)),
+        ]
+        results.expect(
+            "config-filter-busy-z", configs[2].1.contains(#"target = "busy", action = "z""#), configs[2].1)
+        results.expect(
+            "config-filter-busy-m", configs[3].1.contains(#"id = "m""#) && !configs[2].1.contains(#"id = "m""#),
+            configs[3].1)
+        guard let touchd = options.touchd else { return }
+        do throws(DriverError) {
+            let scratch = try ScratchDirectory()
+            defer { scratch.remove() }
+            for (name, text) in configs {
+                let path = scratch.file(name + ".toml")
+                try writeFile(path, text)
+                let check = try Daemon(
+                    executable: touchd, arguments: ["check", "--config", path], environment: [:], echoPrefix: nil)
+                let status = check.waitForExit(until: monotonicNow() + 30_000_000)
+                check.waitForOutputEnd(until: monotonicNow() + 2_000_000)
+                if status == nil { check.killAndReap() }
+                results.expect(
+                    name, status == .exited(0),
+                    "touchd check exited \(status.map(String.init(describing:)) ?? "not at all"): "
+                        + check.output.all.joined(separator: " / "))
+            }
+        } catch {
+            results.expect("busy-target-configurations", false, error.description)
         }
     }
 }

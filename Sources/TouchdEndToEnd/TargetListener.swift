@@ -5,12 +5,18 @@ import Synchronization
 /// instance after a reload); every connection is accepted and read on a thread of its own, blocked in read(2) as an
 /// application would be, which stamps the arrival time right after read(2) returns, so the latency figures do not
 /// include any waiting in the driver (the same as `libinput debug-events`' pipe is read: Daemon.swift).
+///
+/// ``work`` makes it a busy target: after each message it reads, the reader spins its CPU for that long before it
+/// reads again, as an application that works hard right after each action would; an ``Interlude`` has the reader do
+/// something at a set time into that work (BusyTarget.swift).
 final class TargetListener: Sendable {
     let path: String
     let inbox = Inbox<TargetMessage>()
     private let fd: Int32
     private let stopped = Atomic<Bool>(false)
     private let accepted = Atomic<Int>(0)
+    private let workMicroseconds = Atomic<UInt64>(0)
+    private let pendingInterlude = Mutex<Interlude?>(nil)
     /// The connections being read, so that `stop` can end their blocking reads (under the lock, so a descriptor is
     /// never shut down after its reader closed it and the number was reused).
     private let open = Mutex<Set<Int32>>([])
@@ -43,6 +49,37 @@ final class TargetListener: Sendable {
 
     /// How many connections the daemon has made so far.
     var connections: Int { accepted.load(ordering: .relaxed) }
+
+    /// How long the reader spins its CPU after each message it reads (wall-clock time, from when the message is in
+    /// the inbox), before it reads again: 0 for an idle target. A change applies from the next message on.
+    var work: Microseconds {
+        get { workMicroseconds.load(ordering: .relaxed) }
+        set { workMicroseconds.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Something the reader does once, ``after`` the next message that ``matches``, on its own thread, before it reads
+    /// again: ``after`` into its work, or, when its ``work`` is shorter, after sleeping that long (an idle target
+    /// waits rather than works).
+    struct Interlude: Sendable {
+        var after: Microseconds
+        var matches: @Sendable (TargetMessage) -> Bool
+        var body: @Sendable () -> Void
+    }
+
+    /// The interlude for the next matching message (nil: none); the reader clears it as it takes it.
+    var interlude: Interlude? {
+        get { pendingInterlude.withLock { $0 } }
+        set { pendingInterlude.withLock { $0 = newValue } }
+    }
+
+    /// Clears the interlude; true when it was still waiting for its message (so it will never run), false when there
+    /// was none or the reader has taken it (and may be running it now).
+    func cancelInterlude() -> Bool {
+        pendingInterlude.withLock { pending in
+            defer { pending = nil }
+            return pending != nil
+        }
+    }
 
     /// Ends the reader threads at once and the acceptor within about 100 ms; each closes its own socket.
     func stop() {
@@ -83,8 +120,25 @@ final class TargetListener: Sendable {
         var buffer = [UInt8](repeating: 0, count: 65536)
         var lines = LineBuffer()
         func deliver(_ line: String, arrival: Microseconds) {
-            inbox.append(TargetMessage(line: line, arrival: arrival, connection: number))
+            let message = TargetMessage(line: line, arrival: arrival, connection: number)
+            inbox.append(message)
             if verbose { Console.line("target| #\(number) \(line)") }
+            let start = monotonicNow()
+            let work = workMicroseconds.load(ordering: .relaxed)
+            let interlude = pendingInterlude.withLock { pending -> Interlude? in
+                guard let due = pending, due.matches(message) else { return nil }
+                pending = nil
+                return due
+            }
+            if let interlude {
+                if work >= interlude.after {
+                    CPUWork.spin(until: start + interlude.after)
+                } else {
+                    sleep(until: start + interlude.after)
+                }
+                interlude.body()
+            }
+            if work > 0 { CPUWork.spin(until: start + work) }
         }
         while !stopped.load(ordering: .relaxed) {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(connection, $0.baseAddress, $0.count) }

@@ -14,10 +14,12 @@ if options.help {
     exit(0)
 }
 Watchdog.installSignalHandlers()
+// A filter run as a child also makes the busy-target pairs and the latency rounds of three readers, idle and busy.
 Watchdog.start(
     limit: options.systemdUnit
         ? Limits.systemdUnitRun
-        : options.startupSweep ? StartupSweep.limit(rounds: options.sweepRounds) : Limits.global)
+        : options.startupSweep
+            ? StartupSweep.limit(rounds: options.sweepRounds) : options.filter ? 2 * Limits.global : Limits.global)
 
 if options.selfTest {
     let status = SelfTest(options: options).run()
@@ -47,6 +49,17 @@ if options.startupSweep {
     let status: Int32
     do {
         status = try StartupSweep(options: options, touchd: touchd).run()
+    } catch {
+        Console.line("touchd-e2e: cannot set up: \(error)")
+        status = 1
+    }
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
+}
+if options.busyTarget {
+    let status: Int32
+    do {
+        status = try BusyTargetRun(options: options, touchd: touchd).run()
     } catch {
         Console.line("touchd-e2e: cannot set up: \(error)")
         status = 1
