@@ -16,7 +16,7 @@ struct Options: Equatable {
     var filter = false
     /// Filter mode under cage with wev (ScenarioCage.swift); needs scripts/vm/run --gpu.
     var cage = false
-    /// touchd against `libinput debug-events` in alternating rounds (ScenarioLatency.swift, issue 17).
+    /// touchd against `libinput debug-events` in alternating rounds (ScenarioLatency.swift).
     var compareLibinput = false
     /// A panel created while touchd starts, at several delays (ScenarioStartup.swift).
     var startupSweep = false

@@ -1,7 +1,7 @@
 import CLibinput
 import Glibc
 
-/// Filter mode with real kernel input (`touchd-e2e --filter`, issue 16): touchd grabs a uinput panel and forwards
+/// Filter mode with real kernel input (`touchd-e2e --filter`): touchd grabs a uinput panel and forwards
 /// what the application should see to the panel's twin. `libinput debug-events`, reading every device of the seat as
 /// a compositor does, stands in for the compositor: its lines say which device each touch came from (the panel, its
 /// twin) and whether it went down, up or was cancelled, so every check below is about what the application received
