@@ -1,0 +1,23 @@
+/// What the engine asks of the speech server, in order: the seam between explore by touch (decided in the engine,
+/// without I/O) and the SSIP client at the edge (`Speech/`), so `run` speaks what `simulate` prints.
+struct Utterance: Sendable, Equatable {
+    /// SSIP message priorities used by explore by touch: `text` replaces what is being spoken (exploring);
+    /// `important` for entering and leaving the mode; `message` for hints, which wait their turn.
+    enum Priority: String, Sendable, Equatable {
+        case important, message, text
+    }
+
+    var text: String
+    var priority: Priority
+    /// The screen's `lang` (BCP 47 or ISO 639, as speech-dispatcher takes it), nil for the server's default.
+    var language: String?
+}
+
+enum SpeechCommand: Sendable, Equatable {
+    case speak(Utterance)
+    /// Stop what is being spoken (`CANCEL self`): every new touch.
+    case cancel
+    /// A two-finger tap pauses (`PAUSE self`) or resumes (`RESUME self`) speech.
+    case pause
+    case resume
+}
