@@ -7,67 +7,6 @@ import Testing
 /// command-line contract (README and docs/configuration.md).
 @Suite("touchd executable")
 struct CheckCommandTests {
-    struct Run {
-        var status: Int32
-        var standardOutput: String
-        var standardError: String
-
-        var errorLines: [String] { standardError.split(separator: "\n").map(String.init) }
-    }
-
-    /// The `touchd` product: next to the test bundle in the products directory (SwiftPM builds every
-    /// product before it runs tests), or `TOUCHD_EXECUTABLE` when set.
-    static func executable() throws -> URL {
-        var candidates: [URL] = []
-        if let path = ProcessInfo.processInfo.environment["TOUCHD_EXECUTABLE"] {
-            candidates.append(URL(fileURLWithPath: path))
-        }
-        // The resource bundle (touchd_TouchDaemonTests.resources) and the test bundle live in the
-        // products directory, as does the executable.
-        candidates.append(Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("touchd"))
-        candidates.append(Bundle.main.bundleURL.appendingPathComponent("touchd"))
-        candidates.append(
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("touchd"))
-        candidates.append(TestSupport.packageRoot.appendingPathComponent(".build/debug/touchd"))
-        let found = candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-        return try #require(
-            found, "no touchd executable in \(candidates.map(\.path)); build it or set TOUCHD_EXECUTABLE")
-    }
-
-    /// Runs `touchd` with `arguments`, capturing both streams through files (no pipe can fill up).
-    static func run(_ arguments: [String], standardInput: Data? = nil) throws -> Run {
-        let directory = try TestSupport.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outURL = directory.appendingPathComponent("stdout")
-        let errURL = directory.appendingPathComponent("stderr")
-        try Data().write(to: outURL)
-        try Data().write(to: errURL)
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = arguments
-        if let standardInput {
-            let inURL = directory.appendingPathComponent("stdin")
-            try standardInput.write(to: inURL)
-            process.standardInput = try FileHandle(forReadingFrom: inURL)
-        } else {
-            process.standardInput = FileHandle.nullDevice
-        }
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus,
-            standardOutput: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-            standardError: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
-    }
-
     @Test("check on the example: exit 0 and a summary on stdout")
     func checkValid() throws {
         // A copy with a known mode: a checkout made under umask 002 is group-writable, which check warns about.
@@ -76,7 +15,7 @@ struct CheckCommandTests {
         let path = directory.appendingPathComponent("kiosk.toml").path
         try FileManager.default.copyItem(atPath: TestSupport.kioskConfig, toPath: path)
         #expect(chmod(path, 0o644) == 0)
-        let run = try Self.run(["check", "--config", path])
+        let run = try TouchdProcess.run(["check", "--config", path])
         #expect(run.status == 0)
         // The example's click sound needs alsa-utils, which a build machine may well not have (C13: a warning).
         let aplay = "/usr/bin/aplay"
@@ -102,7 +41,7 @@ struct CheckCommandTests {
         let url = TestSupport.resourceDirectory("BrokenConfigs").appendingPathComponent("multiple-problems.toml")
         let expected = TestSupport.expectations(in: [UInt8](try Data(contentsOf: url)))
             .map { $0.replacingOccurrences(of: "PATH", with: url.path, options: .anchored) }
-        let run = try Self.run(["check", "--config", url.path])
+        let run = try TouchdProcess.run(["check", "--config", url.path])
         #expect(run.status == 78)
         #expect(run.standardOutput == "")
         #expect(run.errorLines == expected)
@@ -116,7 +55,7 @@ struct CheckCommandTests {
     @Test("check without a position: PATH: error: KEY.PATH: MESSAGE")
     func checkWithoutPosition() throws {
         let url = TestSupport.resourceDirectory("BrokenConfigs").appendingPathComponent("missing-output.toml")
-        let run = try Self.run(["check", "--config", url.path])
+        let run = try TouchdProcess.run(["check", "--config", url.path])
         #expect(run.status == 78)
         #expect(
             run.errorLines == [
@@ -127,7 +66,7 @@ struct CheckCommandTests {
     @Test("simulate prints what the library computes, and refuses a bad script with exit 65")
     func simulate() throws {
         let script = TestSupport.packageRoot.appendingPathComponent("examples/checkout.touch").path
-        let run = try Self.run(["simulate", "--config", TestSupport.kioskConfig, script])
+        let run = try TouchdProcess.run(["simulate", "--config", TestSupport.kioskConfig, script])
         #expect(run.status == 0)
         #expect(run.standardError == "")
         #expect(
@@ -137,7 +76,7 @@ struct CheckCommandTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let bad = directory.appendingPathComponent("bad.touch").path
         try Data("0 down 0 10 10\n# a comment\n5 up 0 10 10\n".utf8).write(to: URL(fileURLWithPath: bad))
-        let failed = try Self.run(["simulate", "--config", TestSupport.kioskConfig, bad])
+        let failed = try TouchdProcess.run(["simulate", "--config", TestSupport.kioskConfig, bad])
         #expect(failed.status == 65)
         #expect(failed.standardOutput == "")
         #expect(failed.errorLines == ["\(bad):3:8: error: up takes no coordinates"])
@@ -147,7 +86,7 @@ struct CheckCommandTests {
     func simulateStandardInput() throws {
         let config = TestSupport.packageRoot.appendingPathComponent("config/ticket-machine.toml").path
         let script = TestSupport.packageRoot.appendingPathComponent("examples/ticket-machine.touch")
-        let run = try Self.run(["simulate", "--config", config, "-"], standardInput: try Data(contentsOf: script))
+        let run = try TouchdProcess.run(["simulate", "--config", config, "-"], standardInput: try Data(contentsOf: script))
         #expect(run.status == 0)
         #expect(run.standardError == "")
         #expect(
@@ -159,7 +98,7 @@ struct CheckCommandTests {
     func simulateAllProblems() throws {
         let config = TestSupport.packageRoot.appendingPathComponent("config/ticket-machine.toml").path
         let script = "0 down 0 5000 10\n10 screen tikets\n20 up 0 1\n"
-        let failed = try Self.run(["simulate", "--config", config, "-"], standardInput: Data(script.utf8))
+        let failed = try TouchdProcess.run(["simulate", "--config", config, "-"], standardInput: Data(script.utf8))
         #expect(failed.status == 65)
         #expect(failed.standardOutput == "")
         #expect(
@@ -170,7 +109,7 @@ struct CheckCommandTests {
                 "<stdin>:3:9: error: up takes no coordinates",
             ])
         // A valid script with a touch outside: played, with the warning on stderr and the JSON lines on stdout.
-        let warned = try Self.run(
+        let warned = try TouchdProcess.run(
             ["simulate", "--config", config, "-"], standardInput: Data("0 down 0 5000 10\n10 up 0\n".utf8))
         #expect(warned.status == 0)
         #expect(warned.errorLines.count == 1 && warned.errorLines[0].hasPrefix("<stdin>:1:10: warning: "))

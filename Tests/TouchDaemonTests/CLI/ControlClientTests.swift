@@ -23,7 +23,7 @@ struct ControlClientTests {
             connection.waitForClose()
         }
         defer { fake.tearDown() }
-        let result = try ControlSocketRunTests.ctl(["state", "--socket", fake.path, "--timeout", "30"])
+        let result = try TouchdProcess.ctl(["state", "--socket", fake.path, "--timeout", "30"])
         #expect(result.status == 76, "\(result.error)")
         #expect(result.error.contains("a response to another request (ours was id 2)"), "\(result.error)")
         #expect(result.error.contains(#"\"id\":99"#), "\(result.error)")
@@ -36,7 +36,7 @@ struct ControlClientTests {
             connection.waitForClose()
         }
         defer { fake.tearDown() }
-        let result = try ControlSocketRunTests.ctl(["state", "--socket", fake.path, "--timeout", "30"])
+        let result = try TouchdProcess.ctl(["state", "--socket", fake.path, "--timeout", "30"])
         #expect(result.status == 76, "\(result.error)")
         #expect(result.error.contains("a hello for another id (ours was 1)"), "\(result.error)")
     }
@@ -57,7 +57,7 @@ struct ControlClientTests {
                 connection.waitForClose()
             }
             defer { fake.tearDown() }
-            let result = try ControlSocketRunTests.ctl(["state", "--socket", fake.path, "--timeout", "30"])
+            let result = try TouchdProcess.ctl(["state", "--socket", fake.path, "--timeout", "30"])
             #expect(result.status == 76, "\(reply): \(result.error)")
             #expect(result.error.contains(message), "\(reply): \(result.error)")
             // What the daemon sent is quoted, never written raw to the terminal.
@@ -74,7 +74,7 @@ struct ControlClientTests {
             connection.waitForClose()
         }
         defer { fake.tearDown() }
-        let result = try ControlSocketRunTests.ctl(["state", "--socket", fake.path, "--timeout", "30"])
+        let result = try TouchdProcess.ctl(["state", "--socket", fake.path, "--timeout", "30"])
         #expect(result.status == 1, "\(result.error)")
         #expect(result.error == "touchd ctl: bad_request: no\n")
     }
@@ -92,7 +92,7 @@ struct ControlClientTests {
             while chunks < 1_024 && connection.write(chunk) { chunks += 1 }
         }
         defer { fake.tearDown() }
-        let result = try ControlSocketRunTests.ctl(["state", "--socket", fake.path, "--timeout", "30"])
+        let result = try TouchdProcess.ctl(["state", "--socket", fake.path, "--timeout", "30"])
         #expect(result.status == 76, "\(result.error)")
         #expect(result.error.contains("a line longer than 1048576 bytes"), "\(result.error)")
         #expect(result.error.contains(#"{\"type\":\"response\""#), "\(result.error)")
@@ -116,7 +116,7 @@ struct ControlClientTests {
             }
         }
         defer { fake.tearDown() }
-        let result = try ControlSocketRunTests.ctl(["state", "--socket", fake.path, "--timeout", "0.5"])
+        let result = try TouchdProcess.ctl(["state", "--socket", fake.path, "--timeout", "0.5"])
         #expect(result.status == 69, "\(result.error)")
         #expect(result.error == "touchd ctl: connection lost: no answer within 0.5 s\n")
         #expect(fake.finished)
@@ -140,7 +140,7 @@ struct ControlClientTests {
                 connection.waitForClose()
             }
             defer { fake.tearDown() }
-            let result = try ControlSocketRunTests.ctl(
+            let result = try TouchdProcess.ctl(
                 ["state", "--socket", fake.path, "--timeout", "30"] + (json ? ["--json"] : []))
             #expect(result.status == 0, "\(result.error)")
             #expect(!result.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
@@ -165,7 +165,7 @@ struct ControlClientTests {
             connection.waitForClose()
         }
         defer { refusing.tearDown() }
-        let refused = try ControlSocketRunTests.ctl(["state", "--socket", refusing.path, "--timeout", "30"])
+        let refused = try TouchdProcess.ctl(["state", "--socket", refusing.path, "--timeout", "30"])
         #expect(refused.status == 1)
         #expect(refused.error.contains(#"\x1b[2Jgone"#), "\(refused.error)")
         #expect(!refused.error.unicodeScalars.contains { $0.value == 0x1B })
@@ -181,7 +181,7 @@ struct ControlClientTests {
             connection.waitForClose()
         }
         defer { fake.tearDown() }
-        let result = try ControlSocketRunTests.ctl(["stats", "--prometheus", "--socket", fake.path, "--timeout", "30"])
+        let result = try TouchdProcess.ctl(["stats", "--prometheus", "--socket", fake.path, "--timeout", "30"])
         #expect(result.status == 0, "\(result.error)")
         let stats = try JSONValue.parse(Array(PrometheusTests.stats.utf8))
         #expect(result.output == PrometheusExposition.text(stats: stats))
@@ -213,7 +213,7 @@ struct ControlClientTests {
                 connection.waitForClose()
             }
             defer { fake.tearDown() }
-            let result = try ControlSocketRunTests.ctl(
+            let result = try TouchdProcess.ctl(
                 arguments + ["--json", "--socket", fake.path, "--timeout", "30"])
             #expect(result.status == 1, "\(arguments): \(result.error)")
             #expect(result.output == reply + "\n", "\(arguments)")
@@ -246,7 +246,7 @@ struct ControlClientTests {
         for (arguments, events, status, error, lines) in cases {
             let fake = try Self.silentSubscription(events: events)
             defer { fake.tearDown() }
-            let result = try ControlSocketRunTests.ctl(arguments + ["--json", "--socket", fake.path, "--timeout", "1"])
+            let result = try TouchdProcess.ctl(arguments + ["--json", "--socket", fake.path, "--timeout", "1"])
             #expect(result.status == status, "\(arguments): \(result.error)")
             #expect(result.error == error, "\(arguments)")
             #expect(result.output.split(separator: "\n").count == lines, "\(arguments): \(result.output)")

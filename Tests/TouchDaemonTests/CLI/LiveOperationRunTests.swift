@@ -8,21 +8,21 @@ import Testing
 /// from the daemon's own deadline, `touchd ctl reload`, and how `touchd ctl` finds its socket.
 @Suite("live operation against touchd run", .serialized)
 struct LiveOperationRunTests {
-    typealias Running = ControlSocketRunTests.Running
+    typealias Running = TouchdProcess.Running
 
     @Test("a second touchd run on the same seat exits 75 at once, naming the first one's pid, and touches nothing")
     func secondInstanceRefused() throws {
-        let seat = RunCommandTests.Fixture.uniqueSeat()
-        let first = try RunCommandTests.Fixture(
-            configuration: RunCommandTests.valid + "\n[input]\nseat = \"\(seat)\"\n")
+        let seat = TouchdProcess.Fixture.uniqueSeat()
+        let first = try TouchdProcess.Fixture(
+            configuration: TouchdProcess.valid + "\n[input]\nseat = \"\(seat)\"\n")
         let running = try first.start()
         defer { if running.process.isRunning { running.signal(SIGKILL) } }
         try #require(first.notify.next()?.first == "READY=1", "no READY=1; stderr:\n\(running.errorText)")
 
         // The second one's control socket path holds a leftover socket nobody listens on: a touchd that started
         // would remove it. It must still be there afterwards.
-        let second = try RunCommandTests.Fixture(
-            configuration: RunCommandTests.valid + "\n[input]\nseat = \"\(seat)\"\n")
+        let second = try TouchdProcess.Fixture(
+            configuration: TouchdProcess.valid + "\n[input]\nseat = \"\(seat)\"\n")
         let leftover = try DatagramReceiver(path: second.controlSocket)
         _ = leftover  // bound, so the file exists; nobody will ever accept on it
         #expect(FileManager.default.fileExists(atPath: second.controlSocket))
@@ -43,8 +43,8 @@ struct LiveOperationRunTests {
         #expect(running.process.isRunning)
         running.signal(SIGTERM)
         #expect(running.exitStatus() == 0)
-        let third = try RunCommandTests.Fixture(
-            configuration: RunCommandTests.valid + "\n[input]\nseat = \"\(seat)\"\n")
+        let third = try TouchdProcess.Fixture(
+            configuration: TouchdProcess.valid + "\n[input]\nseat = \"\(seat)\"\n")
         let after = try third.start()
         defer { if after.process.isRunning { after.signal(SIGKILL) } }
         #expect(third.notify.next()?.first == "READY=1", "stderr:\n\(after.errorText)")
@@ -64,9 +64,9 @@ struct LiveOperationRunTests {
 
     @Test("another user holding the seat's lock name cannot keep touchd from starting (it says who holds it)")
     func squattedLockIgnored() throws {
-        let seat = RunCommandTests.Fixture.uniqueSeat()
-        let fixture = try RunCommandTests.Fixture(
-            configuration: RunCommandTests.valid + "\n[input]\nseat = \"\(seat)\"\n")
+        let seat = TouchdProcess.Fixture.uniqueSeat()
+        let fixture = try TouchdProcess.Fixture(
+            configuration: TouchdProcess.valid + "\n[input]\nseat = \"\(seat)\"\n")
         // nobody binds and listens on the name, as any local user can.
         let squatter = Process()
         squatter.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -100,7 +100,7 @@ struct LiveOperationRunTests {
 
     @Test("with filter mode off, every thread of touchd run is under the filter that forbids creating input devices")
     func filterModeOffGivesUpUinput() throws {
-        let fixture = try RunCommandTests.Fixture(configuration: RunCommandTests.valid)
+        let fixture = try TouchdProcess.Fixture(configuration: TouchdProcess.valid)
         let running = try fixture.start()
         defer { if running.process.isRunning { running.signal(SIGKILL) } }
         #expect(fixture.notify.next()?.first == "READY=1", "stderr:\n\(running.errorText)")
@@ -120,9 +120,9 @@ struct LiveOperationRunTests {
 
     @Test("a name bound by a socket that does not answer cannot keep touchd from starting either")
     func silentLockIgnored() throws {
-        let seat = RunCommandTests.Fixture.uniqueSeat()
-        let fixture = try RunCommandTests.Fixture(
-            configuration: RunCommandTests.valid + "\n[input]\nseat = \"\(seat)\"\n")
+        let seat = TouchdProcess.Fixture.uniqueSeat()
+        let fixture = try TouchdProcess.Fixture(
+            configuration: TouchdProcess.valid + "\n[input]\nseat = \"\(seat)\"\n")
         // Bound without listen: connect(2) is refused, so nobody can be asked who holds it.
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
@@ -151,7 +151,7 @@ struct LiveOperationRunTests {
     }
 
     static let idleConfiguration =
-        ControlSocketRunTests.configuration.replacingOccurrences(
+        TouchdProcess.runningConfiguration.replacingOccurrences(
             of: #"responds_to = ["pay", "volume", "refill"]"#,
             with: #"responds_to = ["pay", "volume", "refill", "attract", "welcome"]"#)
             + """
@@ -177,7 +177,7 @@ struct LiveOperationRunTests {
         #expect(message["control"]?.stringValue == "idle")
         #expect(message["target"]?.stringValue == "kiosk")
         // Subscribers hear the screen switch.
-        let screen = try ControlSocketRunTests.next(client) { $0["kind"]?.stringValue == "screen" }
+        let screen = try TouchdProcess.next(client) { $0["kind"]?.stringValue == "screen" }
         #expect(screen?["screen"]?.stringValue == "admin")
         #expect(running.daemon.errorText.contains("idle: nobody touched the screen"))
     }
@@ -219,10 +219,10 @@ struct LiveOperationRunTests {
     func ctlFindsItsSocket() throws {
         let running = try Running()
         let socket = running.fixture.controlSocket
-        let before = try ControlSocketRunTests.ctl(["--socket", socket, "screen"])
+        let before = try TouchdProcess.ctl(["--socket", socket, "screen"])
         #expect(before.status == 0, "stderr: \(before.error)")
         #expect(before.output == "active screen: home\n")
-        let after = try ControlSocketRunTests.ctl(["screen", "--socket", socket])
+        let after = try TouchdProcess.ctl(["screen", "--socket", socket])
         #expect(after.output == "active screen: home\n")
 
         let directory = try TestSupport.makeTemporaryDirectory()
@@ -237,16 +237,16 @@ struct LiveOperationRunTests {
         socket = "\(socket)"   # where touchd listens
         """.write(toFile: config, atomically: true, encoding: .utf8)
         for arguments in [["--config", config, "screen"], ["screen", "--config", config]] {
-            let found = try ControlSocketRunTests.ctl(arguments)
+            let found = try TouchdProcess.ctl(arguments)
             #expect(found.status == 0, "\(arguments): \(found.error)")
             #expect(found.output == "active screen: home\n")
         }
         // A file that names no usable socket says where and why.
         try "[control_socket]\nsocket = \"relative.sock\"\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let unusable = try ControlSocketRunTests.ctl(["state", "--config", config])
+        let unusable = try TouchdProcess.ctl(["state", "--config", config])
         #expect(unusable.status == 78)
         #expect(unusable.error.hasPrefix("touchd ctl: \(config):2:1: control_socket.socket: "))
-        let missing = try ControlSocketRunTests.ctl(["state", "--config", directory.appendingPathComponent("no").path])
+        let missing = try TouchdProcess.ctl(["state", "--config", directory.appendingPathComponent("no").path])
         #expect(missing.status == 78)
         #expect(missing.error.contains("give the socket with --socket PATH"))
     }

@@ -20,7 +20,7 @@ struct ManualTests {
 
     @Test("the page has a section for every command, every option of each, and no hidden command")
     func everyCommandAndOption() throws {
-        let run = try CheckCommandTests.run(["generate-manual"])
+        let run = try TouchdProcess.run(["generate-manual"])
         #expect(run.status == 0)
         #expect(run.standardError == "")
         let page = run.standardOutput
@@ -76,7 +76,7 @@ struct ManualTests {
 
     @Test("completion scripts for bash, zsh and fish name every subcommand", arguments: ["bash", "zsh", "fish"])
     func completions(_ shell: String) throws {
-        let run = try CheckCommandTests.run(["--generate-completion-script", shell])
+        let run = try TouchdProcess.run(["--generate-completion-script", shell])
         #expect(run.status == 0)
         for name in ["run", "check", "simulate", "render", "ctl", "monitor"] {
             #expect(run.standardOutput.contains(name), "\(shell): \(name)")

@@ -19,8 +19,8 @@ struct RenderTests {
         try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".touchd-output") }
     }
 
-    static func render(to path: String) throws -> CheckCommandTests.Run {
-        try CheckCommandTests.run(["render", "--config", TestSupport.kioskConfig, "--output", path])
+    static func render(to path: String) throws -> TouchdProcess.Run {
+        try TouchdProcess.run(["render", "--config", TestSupport.kioskConfig, "--output", path])
     }
 
     @Test("a new file and a regular file are written whole; the replaced file keeps its mode")
@@ -214,7 +214,7 @@ struct RenderTests {
     @Test("filter mode: to_app = false controls are cross-hatched and labelled, and the legend says what it means")
     func filterMarks() throws {
         let config = TestSupport.packageRoot.appendingPathComponent("config/filter-kiosk.toml").path
-        let run = try CheckCommandTests.run(["render", "--config", config, "--output", "-"])
+        let run = try TouchdProcess.run(["render", "--config", config, "--output", "-"])
         #expect(run.status == 0)
         let svg = run.standardOutput
         #expect(svg.components(separatedBy: "class=\"to-app-false\"").count == 2)  // the bezel, once

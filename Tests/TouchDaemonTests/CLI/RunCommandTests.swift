@@ -8,122 +8,8 @@ import Testing
 /// configuration, signals, exit statuses. Contacts through real kernel input are the end-to-end test's job.
 @Suite("touchd run", .serialized)
 struct RunCommandTests {
-    /// A bound datagram socket standing in for systemd's NOTIFY_SOCKET.
-    final class NotifySocket {
-        let receiver: DatagramReceiver
-        var path: String { receiver.path }
-
-        init(path: String) throws {
-            receiver = try DatagramReceiver(path: path)
-        }
-
-        /// The next notification's lines, waiting at most `seconds`.
-        func next(within seconds: Int32 = 20) -> [String]? {
-            receiver.receive(milliseconds: seconds * 1000).map {
-                String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init)
-            }
-        }
-    }
-
-    struct Daemon {
-        let process: Process
-        let standardError: URL
-
-        var errorText: String { (try? String(contentsOf: standardError, encoding: .utf8)) ?? "" }
-
-        func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
-
-        func exitStatus() -> Int32 {
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-    }
-
-    static func start(
-        config: String, notify: NotifySocket, directory: URL, environment extra: [String: String] = [:],
-        extraArguments: [String] = []
-    ) throws -> Daemon {
-        let errURL = directory.appendingPathComponent("stderr")
-        try Data().write(to: errURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = try CheckCommandTests.executable()
-        process.arguments = ["run", "--config", config] + extraArguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["NOTIFY_SOCKET"] = notify.path
-        environment["JOURNAL_STREAM"] = nil
-        environment["WATCHDOG_USEC"] = nil
-        environment["WATCHDOG_PID"] = nil
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = err
-        try process.run()
-        try err.close()
-        return Daemon(process: process, standardError: errURL)
-    }
-
-    /// A temporary directory with a configuration file and a notify socket; removed when it goes away.
-    final class Fixture {
-        let directory: URL
-        let config: URL
-        let notify: NotifySocket
-
-        /// The control socket: in the fixture's directory, so that daemons of different tests never meet.
-        var controlSocket: String { directory.appendingPathComponent("control.sock").path }
-
-        /// `configuration` gets a `[control_socket]` section with ``controlSocket`` unless it has one; `@CONTROL@`
-        /// in it stands for ``controlSocket``.
-        init(configuration: String = RunCommandTests.valid) throws {
-            directory = try TestSupport.makeTemporaryDirectory()
-            config = directory.appendingPathComponent("touchd.toml")
-            var text = configuration.replacingOccurrences(
-                of: "@CONTROL@", with: directory.appendingPathComponent("control.sock").path)
-            if !text.contains("[control_socket]") {
-                text += "\n[control_socket]\nsocket = \"\(directory.appendingPathComponent("control.sock").path)\"\n"
-            }
-            // A seat of its own: only one touchd runs per seat (InstanceLock), and tests run daemons side by side.
-            // No device is on it, as none is on seat0 of a build machine.
-            if !text.contains("[input]") {
-                text += "\n[input]\nseat = \"\(Self.uniqueSeat())\"\n"
-            }
-            try text.write(to: config, atomically: true, encoding: .utf8)
-            notify = try NotifySocket(path: directory.appendingPathComponent("notify").path)
-        }
-
-        deinit { try? FileManager.default.removeItem(at: directory) }
-
-        /// A seat name no other test uses: `test-` and 12 hexadecimal digits.
-        static func uniqueSeat() -> String {
-            "test-" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-        }
-
-        func start(environment: [String: String] = [:]) throws -> Daemon {
-            try RunCommandTests.start(
-                config: config.path, notify: notify, directory: directory, environment: environment)
-        }
-    }
-
-    static let valid = """
-        [output]
-        width = 1000
-        height = 1000
-
-        [targets.kiosk]
-        socket = "/run/touchd-test/absent.sock"
-        responds_to = ["a"]
-
-        [[control]]
-        id = "a"
-        kind = "button"
-        frame = { x = 100, y = 100, width = 200, height = 200 }
-        actions = [{ events = ["touchUpInside"], target = "kiosk", action = "a" }]
-
-        """
-
     @Test func readyReloadAndStop() throws {
-        let fixture = try Fixture()
+        let fixture = try TouchdProcess.Fixture()
         let (config, notify) = (fixture.config, fixture.notify)
         let daemon = try fixture.start()
         defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
@@ -163,7 +49,7 @@ struct RunCommandTests {
         #expect(daemon.process.isRunning)
 
         // A valid file replaces it (C16).
-        try Self.valid.replacingOccurrences(of: "width = 200", with: "width = 300")
+        try TouchdProcess.valid.replacingOccurrences(of: "width = 200", with: "width = 300")
             .write(to: config, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
         #expect(notify.next()?.first == "RELOADING=1")
@@ -184,15 +70,15 @@ struct RunCommandTests {
     /// by SIGHUP killed a running daemon (the parser overflowed its stack). Now the reload is refused with the key's
     /// position and the daemon keeps its configuration and goes on.
     @Test func aDeepDottedKeyAppendedToTheLiveFileIsRefusedAndTheDaemonGoesOn() throws {
-        let fixture = try Fixture()
+        let fixture = try TouchdProcess.Fixture()
         let (config, notify) = (fixture.config, fixture.notify)
         let daemon = try fixture.start()
         defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
         #expect(notify.next()?.first == "READY=1")
 
         let deep = Array(repeating: "a", count: 30_000).joined(separator: ".") + " = 1\n"
-        try (Self.valid + deep).write(to: config, atomically: true, encoding: .utf8)
-        let line = Self.valid.split(separator: "\n", omittingEmptySubsequences: false).count
+        try (TouchdProcess.valid + deep).write(to: config, atomically: true, encoding: .utf8)
+        let line = TouchdProcess.valid.split(separator: "\n", omittingEmptySubsequences: false).count
         daemon.signal(SIGHUP)
         #expect(notify.next()?.first == "RELOADING=1")
         let refused = try #require(notify.next(), "stderr:\n\(daemon.errorText)")
@@ -204,7 +90,7 @@ struct RunCommandTests {
         #expect(daemon.process.isRunning)
 
         // And it still reloads a good file afterwards.
-        try Self.valid.write(to: config, atomically: true, encoding: .utf8)
+        try TouchdProcess.valid.write(to: config, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
         #expect(notify.next()?.first == "RELOADING=1")
         #expect(notify.next() == ["READY=1", "STATUS=waiting for a touchscreen"])
@@ -215,7 +101,7 @@ struct RunCommandTests {
     /// C1: an invalid configuration at start is refused with every problem and exit 78 (EX_CONFIG); READY=1 is never
     /// sent.
     @Test func invalidConfigurationAtStartExits78() throws {
-        let fixture = try Fixture(configuration: "[output]\nwidth = -5\nheight = 1000\n")
+        let fixture = try TouchdProcess.Fixture(configuration: "[output]\nwidth = -5\nheight = 1000\n")
         let (config, notify) = (fixture.config, fixture.notify)
         let daemon = try fixture.start()
         #expect(daemon.exitStatus() == 78)
@@ -230,7 +116,7 @@ struct RunCommandTests {
     /// /dev/uinput; where this process can open it the check cannot be made here (the VM runs filter mode for real).
     @Test func filterModeWithoutUinputExits78() throws {
         guard access("/dev/uinput", W_OK) != 0 else { return }
-        let fixture = try Fixture(configuration: Self.valid + "\n[filter]\nenabled = true\n")
+        let fixture = try TouchdProcess.Fixture(configuration: TouchdProcess.valid + "\n[filter]\nenabled = true\n")
         let daemon = try fixture.start()
         #expect(daemon.exitStatus() == 78)
         #expect(
@@ -244,7 +130,7 @@ struct RunCommandTests {
     /// O2: with `WatchdogSec=` (WATCHDOG_USEC) the input loop pings `WATCHDOG=1` at least every half interval, even
     /// with no input at all; without it, an idle daemon sends nothing.
     @Test func watchdogPingsComeFromTheInputLoop() throws {
-        let fixture = try Fixture()
+        let fixture = try TouchdProcess.Fixture()
         let notify = fixture.notify
         let daemon = try fixture.start(environment: ["WATCHDOG_USEC": "200000"])
         defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
@@ -274,7 +160,7 @@ struct RunCommandTests {
     }
 
     @Test func sigintStopsLikeSigterm() throws {
-        let fixture = try Fixture()
+        let fixture = try TouchdProcess.Fixture()
         let notify = fixture.notify
         let daemon = try fixture.start()
         defer { if daemon.process.isRunning { daemon.signal(SIGKILL) } }
@@ -288,8 +174,8 @@ struct RunCommandTests {
     /// each line said its severity twice (`warning: PATH:9:1: warning: …`). Now once, and a line reads once: the log
     /// level, then the place and the message. An invalid file's errors read once too.
     @Test func aWarningIsLoggedOnceAndSaysWarningOnce() throws {
-        let fixture = try Fixture(
-            configuration: Self.valid + """
+        let fixture = try TouchdProcess.Fixture(
+            configuration: TouchdProcess.valid + """
 
                 [[group]]
                 id = "bar"
@@ -321,7 +207,7 @@ struct RunCommandTests {
         #expect(lines.first?.hasPrefix("warning: \(fixture.config.path):") == true, "\(lines)")
         #expect(lines.allSatisfy { $0.components(separatedBy: "warning").count == 2 }, "\(lines)")
 
-        let invalid = try Fixture(configuration: "[output]\nwidth = -5\nheight = 1000\n")
+        let invalid = try TouchdProcess.Fixture(configuration: "[output]\nwidth = -5\nheight = 1000\n")
         let refused = try invalid.start()
         #expect(refused.exitStatus() == 78)
         let errors = refused.errorText.split(separator: "\n").filter { $0.contains(invalid.config.path) }

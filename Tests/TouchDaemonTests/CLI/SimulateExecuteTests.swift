@@ -30,17 +30,17 @@ struct SimulateExecuteTests {
     @Test func executeSendsEachActionToItsTarget() throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let listener = try RunCommandTests.NotifySocket(path: directory.appendingPathComponent("kiosk.sock").path)
+        let listener = try TouchdProcess.NotifySocket(path: directory.appendingPathComponent("kiosk.sock").path)
         let config = directory.appendingPathComponent("touchd.toml")
         try Self.config(socket: listener.path).write(to: config, atomically: true, encoding: .utf8)
         let script = directory.appendingPathComponent("tap.touch")
         try "0 down 0 150 150\n120 up 0\n".write(to: script, atomically: true, encoding: .utf8)
 
-        let dry = try CheckCommandTests.run(["simulate", "--config", config.path, script.path])
+        let dry = try TouchdProcess.run(["simulate", "--config", config.path, script.path])
         #expect(dry.status == 0)
         #expect(listener.next(within: 1) == nil, "a dry run sent something")
 
-        let run = try CheckCommandTests.run(["simulate", "--config", config.path, script.path, "--execute"])
+        let run = try TouchdProcess.run(["simulate", "--config", config.path, script.path, "--execute"])
         #expect(run.status == 0, "\(run.standardError)")
         #expect(run.standardOutput == dry.standardOutput)
         #expect(
@@ -81,11 +81,11 @@ struct SimulateExecuteTests {
         let script = directory.appendingPathComponent("tap.touch")
         try "0 down 0 150 150\n300 up 0\n".write(to: script, atomically: true, encoding: .utf8)
 
-        let dry = try CheckCommandTests.run(["simulate", "--config", config.path, script.path])
+        let dry = try TouchdProcess.run(["simulate", "--config", config.path, script.path])
         #expect(dry.status == 0)
         #expect(!FileManager.default.fileExists(atPath: log), "a dry run ran a command")
 
-        let run = try CheckCommandTests.run(["simulate", "--config", config.path, script.path, "--execute"])
+        let run = try TouchdProcess.run(["simulate", "--config", config.path, script.path, "--execute"])
         #expect(run.status == 0, "\(run.standardError)")
         let ran = try String(contentsOfFile: log, encoding: .utf8)
         #expect(ran == "click pay touchDown\nclick pay touchUpInside\n")

@@ -92,7 +92,7 @@ struct SuggestionTests {
             (["chekc"], "Error: 'chekc' is not a verb of touchd (did you mean 'check'?)"),
         ])
     func commandLine(_ arguments: [String], _ message: String) throws {
-        let run = try CheckCommandTests.run(arguments)
+        let run = try TouchdProcess.run(arguments)
         #expect(run.status == 64)
         #expect(run.errorLines.first == message, "\(run.errorLines)")
     }
@@ -103,7 +103,7 @@ struct SuggestionTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("t.toml").path
         try "[output]\nwidth = 100\nheight = 100\n".write(toFile: path, atomically: true, encoding: .utf8)
-        let run = try CheckCommandTests.run(["render", "--config", path, "--screen", "main", "--output", "-"])
+        let run = try TouchdProcess.run(["render", "--config", path, "--screen", "main", "--output", "-"])
         #expect(run.status == 64)
         #expect(
             run.errorLines.first

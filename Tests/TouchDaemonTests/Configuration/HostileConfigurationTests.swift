@@ -65,7 +65,7 @@ struct HostileConfigurationTests {
         let config = directory.appendingPathComponent("touchd.toml").path
         try Data((Self.output + "\n[targets.kiosk]\nsocket = \"/tmp/kiosk.sock\"\nresponds_to = [\"a\"]\n").utf8)
             .write(to: URL(fileURLWithPath: config))
-        let checked = try CheckCommandTests.run(["check", "--config", config])
+        let checked = try TouchdProcess.run(["check", "--config", config])
         #expect(checked.status == 0)
         #expect(checked.errorLines.count == 1)
         let expected = "\(config):6:1: warning: targets.kiosk.socket: '/tmp/kiosk.sock' is under /tmp"
@@ -185,7 +185,7 @@ struct HostileConfigurationTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("ring.toml").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        let run = try CheckCommandTests.run(["check", "--config", path])
+        let run = try TouchdProcess.run(["check", "--config", path])
         #expect(run.status == ExitStatus.configuration)
         #expect(run.standardOutput == "")
         // It was 1,000 lines and 9 MB.
@@ -239,7 +239,7 @@ struct HostileConfigurationTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("many.toml").path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        let run = try CheckCommandTests.run(["check", "--config", path])
+        let run = try TouchdProcess.run(["check", "--config", path])
         #expect(run.status == ExitStatus.configuration)
         #expect(run.errorLines.count == 101)
         #expect(run.errorLines.first == "\(path):7:1: error: group[0].parent: unknown group 'missing'")
@@ -327,7 +327,7 @@ struct HostileConfigurationTests {
         let text = Self.output + "\n[targets.click]\nexec = [\"\(missing)\"]\nresponds_to = [\"click\"]\n"
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         #expect(chmod(path, 0o644) == 0)
-        let run = try CheckCommandTests.run(["check", "--config", path])
+        let run = try TouchdProcess.run(["check", "--config", path])
         #expect(run.status == 0)
         #expect(run.standardOutput.hasPrefix("\(path): ok\n"))
         #expect(
@@ -385,7 +385,7 @@ struct HostileConfigurationTests {
         try Data((Self.output + "\n[targets.kiosk]\nsocket = \"/run/k.sock\"\nresponds_to = [\"a\"]\n").utf8)
             .write(to: URL(fileURLWithPath: path))
         #expect(chmod(path, 0o644) == 0)
-        let clean = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        let clean = try TouchdProcess.run(["check", "--config", path, "--strict-permissions"])
         #expect(clean.status == 0)
         #expect(clean.standardError == "")
 
@@ -393,12 +393,12 @@ struct HostileConfigurationTests {
         let reason =
             "the file is writable by its group and others (owner uid \(geteuid()), mode 0666): whoever can change it "
             + "decides what touchd does, including the commands it runs; chmod go-w \(path)"
-        let warned = try CheckCommandTests.run(["check", "--config", path])
+        let warned = try TouchdProcess.run(["check", "--config", path])
         #expect(warned.status == 0)
         #expect(warned.standardOutput.hasPrefix("\(path): ok\n"))
         #expect(warned.errorLines == ["\(path): warning: \(reason)"])
 
-        let refused = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        let refused = try TouchdProcess.run(["check", "--config", path, "--strict-permissions"])
         #expect(refused.status == ExitStatus.configuration)
         #expect(refused.standardOutput == "")
         #expect(refused.errorLines == ["\(path): error: \(reason)"])
@@ -407,7 +407,7 @@ struct HostileConfigurationTests {
         guard geteuid() == 0 else { return }
         #expect(chmod(path, 0o644) == 0)
         #expect(chown(path, 65_534, 65_534) == 0)
-        let foreign = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        let foreign = try TouchdProcess.run(["check", "--config", path, "--strict-permissions"])
         #expect(foreign.status == ExitStatus.configuration)
         #expect(
             foreign.errorLines == [
@@ -418,7 +418,7 @@ struct HostileConfigurationTests {
 
     @Test("C5: touchd run logs the warning at start and at every reload; --strict-permissions refuses to start")
     func runPermissions() throws {
-        let fixture = try RunCommandTests.Fixture()
+        let fixture = try TouchdProcess.Fixture()
         let path = fixture.config.path
         #expect(chmod(path, 0o666) == 0)
         let warning = "warning: \(path): the file is writable by its group and others"
@@ -434,7 +434,7 @@ struct HostileConfigurationTests {
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
 
-        let strict = try RunCommandTests.start(
+        let strict = try TouchdProcess.start(
             config: path, notify: fixture.notify, directory: fixture.directory, extraArguments: ["--strict-permissions"]
         )
         #expect(strict.exitStatus() == ExitStatus.configuration)
@@ -461,24 +461,24 @@ struct HostileConfigurationTests {
             "the directory \(open) is writable by its group and others (owner uid 0, mode 0777): whoever can change it "
             + "can put another file in the configuration's place, and so decides what touchd does, including the "
             + "commands it runs; chmod go-w \(open)"
-        let warned = try CheckCommandTests.run(["check", "--config", path])
+        let warned = try TouchdProcess.run(["check", "--config", path])
         #expect(warned.status == 0)
         #expect(warned.errorLines == ["\(path): warning: \(reason)"])
-        let refused = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        let refused = try TouchdProcess.run(["check", "--config", path, "--strict-permissions"])
         #expect(refused.status == ExitStatus.configuration)
         #expect(refused.standardOutput == "")
         #expect(refused.errorLines == ["\(path): error: \(reason)"])
 
         // Sticky, as /tmp is: nobody but the owner of an entry may rename or remove it.
         #expect(chmod(open, 0o1777) == 0)
-        let sticky = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        let sticky = try TouchdProcess.run(["check", "--config", path, "--strict-permissions"])
         #expect(sticky.status == 0)
         #expect(sticky.standardError == "")
 
         // Another user's directory: that user can replace the file whatever its mode.
         #expect(chmod(open, 0o755) == 0)
         #expect(chown(inner, 65_534, 65_534) == 0)
-        let foreign = try CheckCommandTests.run(["check", "--config", path, "--strict-permissions"])
+        let foreign = try TouchdProcess.run(["check", "--config", path, "--strict-permissions"])
         #expect(foreign.status == ExitStatus.configuration)
         #expect(
             foreign.errorLines == [

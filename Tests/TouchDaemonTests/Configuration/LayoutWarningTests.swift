@@ -20,7 +20,7 @@ struct LayoutWarningTests {
         let expected = TestSupport.expectations(in: [UInt8](try Data(contentsOf: source)))
             .map { $0.replacingOccurrences(of: "PATH", with: path, options: .anchored) }
         #expect(expected.count == 4)
-        let run = try CheckCommandTests.run(["check", "--config", path])
+        let run = try TouchdProcess.run(["check", "--config", path])
         #expect(run.status == 0)
         #expect(run.errorLines == expected)
         #expect(run.standardOutput.hasPrefix("\(path): ok\n"))

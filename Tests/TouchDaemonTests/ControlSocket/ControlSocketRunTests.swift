@@ -8,136 +8,6 @@ import Testing
 /// would), through `ControlClient` and through the `touchd ctl` command line.
 @Suite("control socket against touchd run", .serialized)
 struct ControlSocketRunTests {
-    static let configuration = """
-        [output]
-        width = 1000
-        height = 1000
-
-        [targets.kiosk]
-        socket = "SOCKET"
-        socket_type = "datagram"
-        responds_to = ["pay", "volume", "refill"]
-
-        [application_events]
-        refill = 0
-
-        [[screen]]
-        id = "home"
-        groups = ["main"]
-
-        [[screen]]
-        id = "admin"
-        groups = ["service"]
-
-        [[group]]
-        id = "main"
-
-        [[group]]
-        id = "service"
-
-        [[control]]
-        id = "pay"
-        kind = "button"
-        parent = "main"
-        frame = { x = 100, y = 100, width = 200, height = 200 }
-        actions = [
-          { events = ["touchUpInside"], target = "kiosk", action = "pay" },
-          { events = ["refill"], target = "kiosk", action = "refill" },
-        ]
-
-        [[control]]
-        id = "volume"
-        kind = "slider"
-        parent = "main"
-        frame = { x = 100, y = 500, width = 600, height = 100 }
-        min = 0
-        max = 10
-        value = 5
-        actions = [{ events = ["valueChanged"], target = "kiosk", action = "volume" }]
-
-        [[gesture]]
-        id = "corner"
-        kind = "long_press"
-        frame = { x = 0, y = 0, width = 50, height = 50 }
-        actions = [{ events = ["recognized"], target = "kiosk", action = "pay" }]
-
-        """
-
-    /// A running daemon with a datagram socket target standing in for the kiosk application.
-    final class Running {
-        let fixture: RunCommandTests.Fixture
-        let daemon: RunCommandTests.Daemon
-        let target: DatagramReceiver
-        /// Holds the target's socket; removed with the daemon.
-        let directory: URL
-
-        init(configuration: String = ControlSocketRunTests.configuration) throws {
-            directory = try TestSupport.makeTemporaryDirectory()
-            let targetPath = directory.appendingPathComponent("kiosk.sock").path
-            target = try DatagramReceiver(path: targetPath)
-            fixture = try RunCommandTests.Fixture(
-                configuration: configuration.replacingOccurrences(of: "SOCKET", with: targetPath))
-            daemon = try fixture.start()
-            try #require(fixture.notify.next()?.first == "READY=1", "no READY=1; stderr:\n\(daemon.errorText)")
-        }
-
-        deinit {
-            if daemon.process.isRunning { daemon.signal(SIGKILL) }
-            try? FileManager.default.removeItem(at: directory)
-        }
-
-        func connect() throws -> ControlClient {
-            let client = try ControlClient(path: fixture.controlSocket, timeout: 10_000_000)
-            _ = try client.hello()
-            return client
-        }
-
-        /// The next message the socket target received, waiting at most 10 s.
-        func nextMessage() -> JSONValue? {
-            target.receive(milliseconds: 10_000).flatMap { try? JSONValue.parse($0) }
-        }
-
-        /// Runs `touchd ctl ARGUMENTS --socket …` and returns its exit status and standard output.
-        func ctl(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-            try ControlSocketRunTests.ctl(arguments + ["--socket", fixture.controlSocket])
-        }
-    }
-
-    static func ctl(_ arguments: [String], prefix: [String] = []) throws -> (
-        status: Int32, output: String, error: String
-    ) {
-        let process = Process()
-        let touchd = try CheckCommandTests.executable()
-        if prefix.isEmpty {
-            process.executableURL = touchd
-            process.arguments = ["ctl"] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: prefix[0])
-            process.arguments = Array(prefix.dropFirst()) + [touchd.path, "ctl"] + arguments
-        }
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self)
-        )
-    }
-
-    /// Reads lines until one satisfies `match` (at most 50), returning it.
-    static func next(_ client: ControlClient, where match: (JSONValue) -> Bool) throws -> JSONValue? {
-        for _ in 0..<50 {
-            let line = try client.readLine()
-            if match(line.value) { return line.value }
-        }
-        return nil
-    }
-
     /// The error code of a refused request, or nil when it was accepted.
     static func refusal(_ body: () throws(ControlClient.Failure) -> ControlClient.Line) -> String? {
         do {
@@ -151,7 +21,7 @@ struct ControlSocketRunTests {
 
     @Test("hello, state and stats")
     func helloStateStats() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let client = try ControlClient(path: running.fixture.controlSocket, timeout: 10_000_000)
         let hello = try client.hello()
         #expect(hello.value["v"]?.int64Value == 1)
@@ -183,7 +53,7 @@ struct ControlSocketRunTests {
 
     @Test("set changes a control, and subscribers get a state event")
     func setAndStateEvents() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let watcher = try running.connect()
         let snapshot = try watcher.request("subscribe", members: "\"kinds\":[\"state\"],\"controls\":[\"pay\"]")
         let snapshotSeq = try #require(snapshot.value["seq"]?.int64Value)
@@ -192,7 +62,7 @@ struct ControlSocketRunTests {
         let client = try running.connect()
         let disabled = try client.request("set", members: "\"control\":\"pay\",\"enabled\":false")
         #expect(disabled.value["result"]?["enabled"]?.boolValue == false)
-        let event = try #require(try Self.next(watcher) { $0["type"]?.stringValue == "event" })
+        let event = try #require(try TouchdProcess.next(watcher) { $0["type"]?.stringValue == "event" })
         #expect(event["kind"]?.stringValue == "state")
         #expect(event["control"]?.stringValue == "pay")
         #expect(event["enabled"]?.boolValue == false)
@@ -202,7 +72,7 @@ struct ControlSocketRunTests {
         let volume = try client.request("set", members: "\"control\":\"volume\",\"value\":99")
         #expect(volume.value["result"]?["value"]?.doubleValue == 10)
         _ = try client.request("set", members: "\"control\":\"pay\",\"selected\":true")
-        let selected = try #require(try Self.next(watcher) { $0["type"]?.stringValue == "event" })
+        let selected = try #require(try TouchdProcess.next(watcher) { $0["type"]?.stringValue == "event" })
         #expect(selected["selected"]?.boolValue == true)
         #expect(selected["seq"]?.int64Value == (event["seq"]?.int64Value ?? 0) + 1, "no gap, no volume event")
 
@@ -224,7 +94,7 @@ struct ControlSocketRunTests {
 
     @Test("send fires the actions (application events too) and subscribers see them as control events")
     func sendActions() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let watcher = try running.connect()
         _ = try watcher.request("subscribe", members: "\"controls\":[\"pay\"],\"events\":[\"touchUpInside\"]")
         let other = try running.connect()
@@ -236,7 +106,7 @@ struct ControlSocketRunTests {
         let message = try #require(running.nextMessage())
         #expect(message["action"]?.stringValue == "pay")
         #expect(message["event"]?.stringValue == "touchUpInside")
-        let event = try #require(try Self.next(watcher) { $0["type"]?.stringValue == "event" })
+        let event = try #require(try TouchdProcess.next(watcher) { $0["type"]?.stringValue == "event" })
         #expect(event["kind"]?.stringValue == "control")
         #expect(event["control"]?.stringValue == "pay")
         #expect(event["event"]?.stringValue == "touchUpInside")
@@ -259,14 +129,14 @@ struct ControlSocketRunTests {
 
     @Test("screen switches, reports, and refuses unknown screens")
     func screens() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let watcher = try running.connect()
         _ = try watcher.request("subscribe", members: "\"kinds\":[\"screen\"]")
         let client = try running.connect()
         #expect(try client.request("screen").value["result"]?["active_screen"]?.stringValue == "home")
         let switched = try client.request("screen", members: "\"screen\":\"admin\"")
         #expect(switched.value["result"]?["active_screen"]?.stringValue == "admin")
-        let event = try #require(try Self.next(watcher) { $0["type"]?.stringValue == "event" })
+        let event = try #require(try TouchdProcess.next(watcher) { $0["type"]?.stringValue == "event" })
         #expect(event["kind"]?.stringValue == "screen")
         #expect(event["screen"]?.stringValue == "admin")
         #expect(
@@ -277,7 +147,7 @@ struct ControlSocketRunTests {
 
     @Test("a subscriber is a weak target: gone when its connection closes")
     func weakTarget() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let client = try running.connect()
         do {
             let subscriber = try running.connect()
@@ -300,7 +170,7 @@ struct ControlSocketRunTests {
 
     @Test("a reload keeps subscriptions, tells subscribers, and a stop sends shutdown")
     func reloadAndShutdown() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let subscriber = try running.connect()
         _ = try subscriber.request("subscribe", members: "\"kinds\":[\"config\",\"control\"]")
 
@@ -308,13 +178,13 @@ struct ControlSocketRunTests {
         let good = try String(contentsOf: running.fixture.config, encoding: .utf8)
         try "[output\n".write(to: running.fixture.config, atomically: true, encoding: .utf8)
         running.daemon.signal(SIGHUP)
-        let rejected = try #require(try Self.next(subscriber) { $0["kind"]?.stringValue == "config" })
+        let rejected = try #require(try TouchdProcess.next(subscriber) { $0["kind"]?.stringValue == "config" })
         #expect(rejected["change"]?.stringValue == "rejected")
         #expect(rejected["generation"]?.int64Value == 1)
 
         try good.write(to: running.fixture.config, atomically: true, encoding: .utf8)
         running.daemon.signal(SIGHUP)
-        let reloaded = try #require(try Self.next(subscriber) { $0["kind"]?.stringValue == "config" })
+        let reloaded = try #require(try TouchdProcess.next(subscriber) { $0["kind"]?.stringValue == "config" })
         #expect(reloaded["change"]?.stringValue == "reloaded")
         #expect(reloaded["generation"]?.int64Value == 2)
         let hello = try ControlClient(path: running.fixture.controlSocket, timeout: 10_000_000).hello()
@@ -323,18 +193,18 @@ struct ControlSocketRunTests {
         // The subscription followed the new scene.
         let client = try running.connect()
         _ = try client.request("send", members: "\"control\":\"pay\",\"events\":[\"touchUpInside\"]")
-        let event = try #require(try Self.next(subscriber) { $0["kind"]?.stringValue == "control" })
+        let event = try #require(try TouchdProcess.next(subscriber) { $0["kind"]?.stringValue == "control" })
         #expect(event["generation"]?.int64Value == 2)
 
         running.daemon.signal(SIGTERM)
-        let last = try #require(try Self.next(subscriber) { $0["type"]?.stringValue != "event" })
+        let last = try #require(try TouchdProcess.next(subscriber) { $0["type"]?.stringValue != "event" })
         #expect(last["type"]?.stringValue == "shutdown")
         #expect(running.daemon.exitStatus() == 0)
     }
 
     @Test("touchd ctl drives every verb")
     func ctlCommands() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let state = try running.ctl(["state"])
         #expect(state.status == 0, "\(state.error)")
         #expect(state.output.contains("generation 1, screen home (of home, admin)"))
@@ -367,7 +237,7 @@ struct ControlSocketRunTests {
         #expect(refused.status == 1)
         #expect(refused.error.contains("unknown_control"))
 
-        let missing = try Self.ctl([
+        let missing = try TouchdProcess.ctl([
             "state", "--socket", running.fixture.directory.appendingPathComponent("absent").path,
         ])
         #expect(missing.status == 69)
@@ -378,7 +248,7 @@ struct ControlSocketRunTests {
     /// nothing on standard output; with --json every response, refusals included, is printed as received.
     @Test("touchd ctl --json prints refusals on standard output, with exit status 1")
     func ctlJSONRefusals() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let send = try running.ctl(["send", "NOSUCH", "touchUpInside", "--json"])
         #expect(send.status == 1, "\(send.error)")
         let refusal = try JSONValue.parse(Array(send.output.utf8.dropLast()))
@@ -396,9 +266,9 @@ struct ControlSocketRunTests {
 
     @Test("touchd ctl subscribe prints the snapshot, then events, and stops after --count")
     func ctlSubscribe() throws {
-        let running = try Running()
+        let running = try TouchdProcess.Running()
         let process = Process()
-        process.executableURL = try CheckCommandTests.executable()
+        process.executableURL = try TouchdProcess.executable()
         process.arguments = [
             "ctl", "subscribe", "--json", "--kind", "control", "--count", "2", "--socket",
             running.fixture.controlSocket,
@@ -431,8 +301,8 @@ struct ControlSocketRunTests {
     /// `touchd ctl` as other users with setpriv(1) (util-linux).
     @Test("an observer may read but not change; a stranger cannot connect; an admin-group member may change")
     func roles() throws {
-        let running = try Running(
-            configuration: Self.configuration
+        let running = try TouchdProcess.Running(
+            configuration: TouchdProcess.runningConfiguration
                 + "\n[control_socket]\nsocket = \"@CONTROL@\"\ngroup = \"nogroup\"\nadmin_group = \"users\"\n")
         // The fixture's directory must let other users reach the socket; the socket's own mode and group decide.
         chmod(running.fixture.directory.path, 0o755)
@@ -443,18 +313,18 @@ struct ControlSocketRunTests {
 
         let socket = ["--socket", running.fixture.controlSocket]
         let observer = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        let read = try Self.ctl(["state"] + socket, prefix: observer)
+        let read = try TouchdProcess.ctl(["state"] + socket, prefix: observer)
         #expect(read.status == 0, "an observer reads the state: \(read.error)")
-        let change = try Self.ctl(["disable", "pay"] + socket, prefix: observer)
+        let change = try TouchdProcess.ctl(["disable", "pay"] + socket, prefix: observer)
         #expect(change.status == 1)
         #expect(change.error.contains("unauthorized"))
 
         let admin = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--groups=100"]
-        let allowed = try Self.ctl(["disable", "pay"] + socket, prefix: admin)
+        let allowed = try TouchdProcess.ctl(["disable", "pay"] + socket, prefix: admin)
         #expect(allowed.status == 0, "a member of admin_group (users) may change: \(allowed.error)")
 
         let stranger = ["/usr/bin/setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"]
-        let refused = try Self.ctl(["state"] + socket, prefix: stranger)
+        let refused = try TouchdProcess.ctl(["state"] + socket, prefix: stranger)
         #expect(refused.status == 69)
         #expect(refused.error.contains("Permission denied"))
     }

@@ -62,7 +62,7 @@ struct DaemonSupportTests {
     @Test func notifierSendsDatagrams() throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let listener = try RunCommandTests.NotifySocket(path: directory.appendingPathComponent("notify").path)
+        let listener = try TouchdProcess.NotifySocket(path: directory.appendingPathComponent("notify").path)
         let notifier = Notifier(socketPath: listener.path, watchdogInterval: nil)
         #expect(notifier.notify(["READY=1", "STATUS=waiting for a touchscreen"]))
         #expect(listener.next() == ["READY=1", "STATUS=waiting for a touchscreen"])

@@ -9,7 +9,7 @@ import TouchModel
 @Suite("Engine: filter mode")
 struct EngineFilterTests {
     static func configuration(enabled: Bool = true, cancelWith: String = "lift", appMax: Int = 0) -> String {
-        EngineTests.configuration().replacingOccurrences(
+        EngineHarness.configuration().replacingOccurrences(
             of: "[targets.e2e]",
             with: """
                 [filter]
@@ -30,22 +30,22 @@ struct EngineFilterTests {
     }
 
     /// A driver whose touchscreen 1 the loop grabbed and twinned.
-    static func filtering(_ text: String = configuration()) throws -> EngineTests.Driver {
-        var driver = try EngineTests.Driver(text)
+    static func filtering(_ text: String = configuration()) throws -> EngineHarness.Driver {
+        var driver = try EngineHarness.Driver(text)
         let effects = driver.plug(1)
         #expect(plans(effects) == [[1]])
-        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), .grabbed)])
+        _ = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .grabbed)])
         return driver
     }
 
     @Test("each touchscreen used is planned for a grab; an unplugged one leaves the plan")
     func plans() throws {
-        var driver = try EngineTests.Driver(Self.configuration())
+        var driver = try EngineHarness.Driver(Self.configuration())
         #expect(Self.plans(driver.plug(1)) == [[1]])
         #expect(Self.plans(driver.plug(2)) == [[1, 2]])
         #expect(Self.plans(driver.unplug(1)) == [[2]])
         // Without filter mode the loop is never asked to grab anything.
-        var off = try EngineTests.Driver(Self.configuration(enabled: false))
+        var off = try EngineHarness.Driver(Self.configuration(enabled: false))
         #expect(Self.plans(off.plug(1)).isEmpty)
     }
 
@@ -66,33 +66,33 @@ struct EngineFilterTests {
 
     @Test("nothing is forwarded for a touchscreen the loop could not grab, and the status says why")
     func refusedDevice() throws {
-        var driver = try EngineTests.Driver(Self.configuration())
+        var driver = try EngineHarness.Driver(Self.configuration())
         _ = driver.plug(1)
         let effects = driver.engine.filterApplied([
-            (EngineTests.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))
+            (EngineHarness.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))
         ])
         #expect(
-            EngineTests.statuses(effects).last?.contains("not filtered: panel (another process has grabbed it") == true)
+            EngineHarness.statuses(effects).last?.contains("not filtered: panel (another process has grabbed it") == true)
         #expect(Self.frames(driver.tap(at: 500, 500)).isEmpty)
         #expect(driver.engine.status.contains("not filtered"))
     }
 
     @Test("a grab that waits for contacts to lift: nothing forwarded, said once, asked again, then filtered")
     func grabWaitsForContactsToLift() throws {
-        var driver = try EngineTests.Driver(Self.configuration())
+        var driver = try EngineHarness.Driver(Self.configuration())
         _ = driver.plug(1)
-        let waiting = driver.engine.filterApplied([(EngineTests.Driver.device(1), .waiting(contacts: 1))])
-        #expect(EngineTests.statuses(waiting).last?.contains("waiting for contacts to lift before filtering: panel") == true)
+        let waiting = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .waiting(contacts: 1))])
+        #expect(EngineHarness.statuses(waiting).last?.contains("waiting for contacts to lift before filtering: panel") == true)
         #expect(driver.engine.filterWaits)
         // The touch that was down reaches the application directly, so nothing is forwarded while the grab waits.
         #expect(Self.frames(driver.tap(at: 500, 500)).isEmpty)
         // The loop asks again after each input; a second wait is not logged again.
         #expect(Self.plans(driver.engine.retryWaitingGrabs()) == [[1]])
-        let again = driver.engine.filterApplied([(EngineTests.Driver.device(1), .waiting(contacts: 1))])
+        let again = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .waiting(contacts: 1))])
         #expect(!again.contains { if case .log = $0 { true } else { false } })
         // The contacts lifted: grabbed, and the wait is over.
-        let grabbed = driver.engine.filterApplied([(EngineTests.Driver.device(1), .grabbed)])
-        #expect(EngineTests.statuses(grabbed).last?.hasSuffix("filtering 1") == true)
+        let grabbed = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .grabbed)])
+        #expect(EngineHarness.statuses(grabbed).last?.hasSuffix("filtering 1") == true)
         #expect(!driver.engine.filterWaits)
         #expect(driver.engine.retryWaitingGrabs().isEmpty)
         #expect(Self.frames(driver.tap(at: 500, 500)).count == 2)
@@ -100,10 +100,10 @@ struct EngineFilterTests {
 
     @Test("a refusal is logged when its reason is new, not on every retry")
     func refusalLoggedOnce() throws {
-        var driver = try EngineTests.Driver(Self.configuration())
+        var driver = try EngineHarness.Driver(Self.configuration())
         _ = driver.plug(1)
         let refusal: [(device: DeviceInfo, outcome: GrabOutcome)] = [
-            (EngineTests.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))
+            (EngineHarness.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))
         ]
         let logs = { (effects: [Effect]) in effects.filter { if case .log = $0 { true } else { false } }.count }
         #expect(logs(driver.engine.filterApplied(refusal)) == 1)
@@ -116,7 +116,7 @@ struct EngineFilterTests {
         let downs = Self.frames(driver.frame([.down(0, 50, 850), .down(1, 100, 900), .down(2, 150, 950)]))
         #expect(downs.flatMap { $0.changes.map(\.phase) } == [.down, .down, .down])
         let recognized = driver.wait(400)
-        #expect(EngineTests.deliveries(recognized).contains("admin:recognized"))
+        #expect(EngineHarness.deliveries(recognized).contains("admin:recognized"))
         #expect(Self.frames(recognized).flatMap { $0.changes.map(\.phase) } == [.cancel, .cancel, .cancel])
         #expect(Self.frames(driver.frame([.up(0), .up(1), .up(2)])).isEmpty)
     }
@@ -126,7 +126,7 @@ struct EngineFilterTests {
         var driver = try Self.filtering()
         _ = driver.frame([.down(0, 500, 500)])
         let effects = driver.engine.reload(
-            .loaded(try EngineTests.load(Self.configuration(enabled: false))), path: "engine.toml", now: driver.now)
+            .loaded(try EngineHarness.load(Self.configuration(enabled: false))), path: "engine.toml", now: driver.now)
         #expect(Self.frames(effects).flatMap { $0.changes.map(\.phase) } == [.cancel])
         #expect(Self.plans(effects) == [[]])
         // Nothing forwarded any more; the lift of the old contact goes nowhere.
@@ -138,7 +138,7 @@ struct EngineFilterTests {
     func reloadCancelStyle() throws {
         var driver = try Self.filtering()
         let effects = driver.engine.reload(
-            .loaded(try EngineTests.load(Self.configuration(cancelWith: "palm"))), path: "engine.toml",
+            .loaded(try EngineHarness.load(Self.configuration(cancelWith: "palm"))), path: "engine.toml",
             now: driver.now)
         let plans = effects.compactMap {
             if case .filterDevices(let devices, let style) = $0 { (devices.map(\.id), style) } else { nil }
@@ -149,11 +149,11 @@ struct EngineFilterTests {
 
     @Test("check warns when to_app or delays_touches_began cannot matter, and about an app limit above max_contacts")
     func warnings() throws {
-        let off = try EngineTests.load(
+        let off = try EngineHarness.load(
             Self.configuration(enabled: false)
                 + "\n[[control]]\nid = \"dead\"\nframe = { x = 0, y = 0, width = 10, height = 10 }\nto_app = false\n")
         #expect(off.warnings.map(\.message) == ["to_app = false has no effect: [filter] enabled is not true"])
-        let high = try EngineTests.load(
+        let high = try EngineHarness.load(
             Self.configuration(appMax: 12).replacingOccurrences(of: "[tracking]", with: "[tracking]\nmax_contacts = 5"))
         #expect(high.warnings.map(\.message).contains { $0.contains("more than [tracking] max_contacts (5)") })
     }
@@ -179,7 +179,7 @@ struct EngineFilterTests {
                 to_app = true
                 frame = { x = 20, y = 900, width = 10, height = 10 }
                 """
-        let configuration = try EngineTests.load(text)
+        let configuration = try EngineHarness.load(text)
         #expect(configuration.controls.first { $0.id == "inside" }?.toApp == false)
         #expect(configuration.controls.first { $0.id == "override" }?.toApp == true)
         #expect(configuration.controls.first { $0.id == "a" }?.toApp == true)
@@ -187,17 +187,17 @@ struct EngineFilterTests {
 
     @Test("a reload asks again for a touchscreen another process had grabbed (fault-cases.md F5)")
     func reloadRetriesRefused() throws {
-        var driver = try EngineTests.Driver(Self.configuration())
+        var driver = try EngineHarness.Driver(Self.configuration())
         _ = driver.plug(1)
-        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))])
+        _ = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))])
         let effects = driver.engine.reload(
-            .loaded(try EngineTests.load(Self.configuration())), path: "engine.toml", now: driver.now)
+            .loaded(try EngineHarness.load(Self.configuration())), path: "engine.toml", now: driver.now)
         #expect(Self.plans(effects) == [[1]])
-        let applied = driver.engine.filterApplied([(EngineTests.Driver.device(1), .grabbed)])
-        #expect(EngineTests.statuses(applied).last?.hasSuffix("filtering 1") == true)
+        let applied = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .grabbed)])
+        #expect(EngineHarness.statuses(applied).last?.hasSuffix("filtering 1") == true)
         // Nothing refused and nothing changed: a reload plans nothing.
         let again = driver.engine.reload(
-            .loaded(try EngineTests.load(Self.configuration())), path: "engine.toml", now: driver.now)
+            .loaded(try EngineHarness.load(Self.configuration())), path: "engine.toml", now: driver.now)
         #expect(Self.plans(again).isEmpty)
     }
 
@@ -227,7 +227,7 @@ struct EngineFilterTests {
         let down = Self.frames(driver.frame([.down(0, 500, 500)]))
         let touch = try #require(down.first?.changes.first?.touch)
         let effects = driver.engine.reload(
-            .loaded(try EngineTests.load(Self.configuration())), path: "engine.toml", now: driver.now)
+            .loaded(try EngineHarness.load(Self.configuration())), path: "engine.toml", now: driver.now)
         // Before: a cancel, which cancel_with = "lift" turned into a lift 0.36 s in, before the real one: a tap.
         #expect(Self.frames(effects).isEmpty)
         #expect(Self.frames(driver.frame([.move(0, 520, 500)])).first?.changes.first?.touch == touch)

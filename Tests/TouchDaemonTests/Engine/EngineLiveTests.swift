@@ -8,11 +8,11 @@ import TouchModel
 /// timer), the `contact` events of `touchd ctl monitor`, and reloads asked for over the control socket.
 @Suite("Engine: idle, monitor, reload over the socket")
 struct EngineLiveTests {
-    typealias Driver = EngineTests.Driver
+    typealias Driver = EngineHarness.Driver
 
     /// EngineTests' configuration with an `[idle]` of 2 s, a screen to show at idle and an application target.
     static func idleConfiguration(timeout: Int = 2) -> String {
-        EngineTests.configuration()
+        EngineHarness.configuration()
             .replacingOccurrences(
                 of: #"responds_to = ["a", "b", "a2", "admin", "back"]"#,
                 with: #"responds_to = ["a", "b", "a2", "admin", "back", "attract", "welcome", "chained"]"#)
@@ -50,14 +50,14 @@ struct EngineLiveTests {
     /// A driver whose engine started at the driver's clock, as `touchd run` starts it.
     static func started(_ text: String) throws -> Driver {
         var driver = try Driver(text)
-        let configuration = try EngineTests.load(text)
+        let configuration = try EngineHarness.load(text)
         driver.engine = Engine(configuration: configuration, scene: try configuration.makeScene())
         _ = driver.engine.started(now: driver.now)
         return driver
     }
 
     static func idleDeliveries(_ effects: [Effect]) -> [String] {
-        EngineTests.deliveryValues(effects).filter { $0.control == Engine.idleSender }.map {
+        EngineHarness.deliveryValues(effects).filter { $0.control == Engine.idleSender }.map {
             "\($0.event):\($0.action)"
         }
     }
@@ -74,8 +74,8 @@ struct EngineLiveTests {
         #expect(Self.idleDeliveries(idle) == ["idle:attract", "idle:chained"])
         #expect(driver.engine.scene.activeScreen == "attract")
         // The nil-target action went to the application target, as the end of the responder chain.
-        #expect(EngineTests.deliveryValues(idle).last?.responder == "application")
-        #expect(EngineTests.deliveryValues(idle).allSatisfy { $0.device == nil && $0.contact == nil })
+        #expect(EngineHarness.deliveryValues(idle).last?.responder == "application")
+        #expect(EngineHarness.deliveryValues(idle).allSatisfy { $0.device == nil && $0.contact == nil })
         // Once: no deadline is left, however long nobody comes.
         #expect(driver.engine.nextDeadline == nil)
         #expect(driver.wait(600_000).isEmpty)
@@ -121,12 +121,12 @@ struct EngineLiveTests {
         _ = driver.plug(1)
         _ = driver.wait(2_000)
         let changed = Self.idleConfiguration().replacingOccurrences(of: #"action = "welcome""#, with: #"action = "a""#)
-        _ = driver.engine.reload(.loaded(try EngineTests.load(changed)), path: "engine.toml", now: driver.now)
+        _ = driver.engine.reload(.loaded(try EngineHarness.load(changed)), path: "engine.toml", now: driver.now)
         #expect(driver.engine.nextDeadline == nil)
         #expect(Self.idleDeliveries(driver.frame([.down(0, 500, 500)])) == ["wake:a", "wake:chained"])
         _ = driver.frame([.up(0)])
         // Not idle: a reload counts as a lift.
-        _ = driver.engine.reload(.loaded(try EngineTests.load(changed)), path: "engine.toml", now: driver.now)
+        _ = driver.engine.reload(.loaded(try EngineHarness.load(changed)), path: "engine.toml", now: driver.now)
         #expect(driver.engine.nextDeadline != nil)
     }
 
@@ -160,7 +160,7 @@ struct EngineLiveTests {
         _ = driver.plug(1)
         let subscribed = driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["contact"])), client: 9)
         #expect(
-            EngineTests.logs(subscribed, at: .notice) == ["control client watches live contacts (positions included)"])
+            EngineHarness.logs(subscribed, at: .notice) == ["control client watches live contacts (positions included)"])
         #expect(driver.engine.subscriptions.contactRecipients == [9])
 
         // A tap on a control.
@@ -196,7 +196,7 @@ struct EngineLiveTests {
 
         // The subscriber is gone: no more lines, and the log says so.
         let gone = driver.engine.handle(.disconnected(9), now: driver.now, edge: { EdgeStatistics() })
-        #expect(EngineTests.logs(gone, at: .info) == ["control client stopped watching live contacts"])
+        #expect(EngineHarness.logs(gone, at: .info) == ["control client stopped watching live contacts"])
         _ = driver.plug(1)
         #expect(try Self.contactLines(driver.tap(at: 200, 200)).isEmpty)
     }
@@ -243,9 +243,9 @@ struct EngineLiveTests {
         #expect(requester == ControlRequester(client: 4, id: .number(1)))
 
         let taken = driver.engine.reload(
-            .loaded(try EngineTests.load(EngineTests.configuration())), path: "engine.toml", now: driver.now,
+            .loaded(try EngineHarness.load(EngineHarness.configuration())), path: "engine.toml", now: driver.now,
             requesters: [requester])
-        let answer = EngineTests.responses(taken).compactMap {
+        let answer = EngineHarness.responses(taken).compactMap {
             if case .response(4, .number(1), let result) = $0 { result } else { nil }
         }
         #expect(answer == [#"{"generation":2,"controls":2}"#])
@@ -253,7 +253,7 @@ struct EngineLiveTests {
         let problems = (1...150).map { "engine.toml:\($0):1: error: broken" }
         let refused = driver.engine.reload(
             .refused(problems), path: "engine.toml", now: driver.now, requesters: [requester])
-        let errors = EngineTests.responses(refused).compactMap {
+        let errors = EngineHarness.responses(refused).compactMap {
             if case .failure(4, .number(1), let error) = $0 { error } else { nil }
         }
         let error = try #require(errors.first)

@@ -10,190 +10,26 @@ import TouchModel
 /// touchscreens and control-socket answers.
 @Suite("Engine")
 struct EngineTests {
-    /// The end-to-end test's configuration (Sources/TouchdEndToEnd/Config.swift): a 1000×1000 output, button `a` at
-    /// x 100…299, y 100…299, button `b` at x 600…799, the same y; a three-finger long press of 300 ms in the
-    /// bottom-left corner; a swipe to the right from the left edge.
-    static func configuration(actionForA: String = "a") -> String {
-        """
-        [output]
-        width = 1000
-        height = 1000
-
-        [tracking]
-        drag_outset = 70
-        repeat_interval_ms = 350
-        repeat_slop = 45
-
-        [targets.e2e]
-        socket = "/run/e2e.sock"
-        responds_to = ["a", "b", "a2", "admin", "back"]
-
-        [[control]]
-        id = "a"
-        kind = "button"
-        frame = { x = 100, y = 100, width = 200, height = 200 }
-        actions = [{ events = ["allTouchEvents"], target = "e2e", action = "\(actionForA)" }]
-
-        [[control]]
-        id = "b"
-        kind = "button"
-        frame = { x = 600, y = 100, width = 200, height = 200 }
-        actions = [{ events = ["allTouchEvents"], target = "e2e", action = "b" }]
-
-        [[gesture]]
-        id = "admin"
-        kind = "long_press"
-        fingers = 3
-        minimum_duration_ms = 300
-        frame = { x = 0, y = 800, width = 200, height = 200 }
-        actions = [{ events = ["recognized"], target = "e2e", action = "admin" }]
-
-        [[gesture]]
-        id = "back"
-        kind = "swipe"
-        directions = ["right"]
-        minimum_distance = 150
-        edge = "left"
-        edge_margin = 30
-        actions = [{ events = ["recognized"], target = "e2e", action = "back" }]
-
-        """
-    }
-
-    static func load(_ text: String) throws -> Configuration {
-        switch ConfigurationLoader.load(text: text, path: "engine.toml") {
-        case .success(let configuration): return configuration
-        case .failure(let error): throw error
-        }
-    }
-
-    /// Feeds the engine as the input loop does, with a clock of its own that only moves when told.
-    struct Driver {
-        var engine: Engine
-        /// Monotonic microseconds.
-        var now: UInt64 = 10_000_000
-
-        init(_ text: String = EngineTests.configuration()) throws {
-            let configuration = try EngineTests.load(text)
-            engine = Engine(configuration: configuration, scene: try configuration.makeScene())
-            _ = engine.started()
-        }
-
-        static func device(_ id: Int, name: String = "panel", contacts: Int = 10) -> DeviceInfo {
-            DeviceInfo(
-                id: id, name: name, sysname: "event\(id)", vendor: 0x1234, product: 0x5678, widthMillimetres: 250,
-                heightMillimetres: 250, devnode: "/dev/input/event\(id)", links: [], isTouchscreen: true,
-                touchCount: contacts)
-        }
-
-        mutating func plug(_ id: Int, name: String = "panel", contacts: Int = 10) -> [Effect] {
-            engine.handle([.deviceAdded(Self.device(id, name: name, contacts: contacts))], now: now)
-        }
-
-        mutating func unplug(_ id: Int) -> [Effect] {
-            engine.handle([.deviceRemoved(id: id)], now: now)
-        }
-
-        enum Change {
-            case down(Int, Double, Double)
-            case move(Int, Double, Double)
-            case up(Int)
-        }
-
-        /// One frame of changes (seat slots, output pixels), `after` milliseconds after the previous one. A
-        /// single-touch device reports slot −1 and seat slot 0, as libinput does.
-        mutating func frame(
-            _ changes: [Change], device: Int = 1, after milliseconds: UInt64 = 20, singleTouch: Bool = false
-        ) -> [Effect] {
-            now += milliseconds * 1000
-            var events: [InputEvent] = changes.map { change in
-                let (kind, slot, x, y): (TouchEvent.Kind, Int, Double?, Double?) =
-                    switch change {
-                    case .down(let slot, let x, let y): (.down, slot, x / 1000, y / 1000)
-                    case .move(let slot, let x, let y): (.motion, slot, x / 1000, y / 1000)
-                    case .up(let slot): (.up, slot, nil, nil)
-                    }
-                return .touch(
-                    TouchEvent(
-                        device: device, kind: kind, seatSlot: slot, slot: singleTouch ? -1 : slot, time: now, x: x,
-                        y: y))
-            }
-            events.append(.touch(TouchEvent(device: device, kind: .frame, seatSlot: -1, slot: -1, time: now)))
-            // The loop reads the events a little after the kernel stamped them.
-            return engine.handle(events, now: now + 300)
-        }
-
-        mutating func tap(at x: Double, _ y: Double, device: Int = 1, singleTouch: Bool = false) -> [Effect] {
-            frame([.down(0, x, y)], device: device, singleTouch: singleTouch)
-                + frame([.up(0)], device: device, after: 50, singleTouch: singleTouch)
-        }
-
-        /// Lets `milliseconds` pass and fires what fell due.
-        mutating func wait(_ milliseconds: UInt64) -> [Effect] {
-            now += milliseconds * 1000
-            return engine.advance(to: now)
-        }
-
-        mutating func request(
-            _ command: ControlRequest.Command, client: ControlClientID = 7, role: ControlRole = .controller
-        ) -> [Effect] {
-            let request = ControlRequest(client: client, id: .number(1), role: role, command: command)
-            return engine.handle(.request(request), now: now, edge: { EdgeStatistics() })
-        }
-    }
-
-    // MARK: - Reading effects
-
-    /// `control:event` of each delivery, in order.
-    static func deliveries(_ effects: [Effect]) -> [String] {
-        effects.compactMap {
-            if case .deliver(let delivery, _, _) = $0 { "\(delivery.control):\(delivery.event)" } else { nil }
-        }
-    }
-
-    static func deliveryValues(_ effects: [Effect]) -> [ActionDelivery] {
-        effects.compactMap { if case .deliver(let delivery, _, _) = $0 { delivery } else { nil } }
-    }
-
-    static func statuses(_ effects: [Effect]) -> [String] {
-        effects.compactMap {
-            switch $0 {
-            case .notify(.status(let status)), .notify(.ready(let status)): status
-            default: nil
-            }
-        }
-    }
-
-    static func logs(_ effects: [Effect], at level: Logger.Level? = nil) -> [String] {
-        effects.compactMap {
-            if case .log(let logLevel, let message, _) = $0, level == nil || level == logLevel { message } else { nil }
-        }
-    }
-
-    static func responses(_ effects: [Effect]) -> [ControlMessage] {
-        effects.compactMap { if case .control(let message) = $0 { message } else { nil } }
-    }
-
     // MARK: - The end-to-end sequence
 
     @Test("a touchscreen plugged after the start is used and the status says so")
     func hotplugAfterStart() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         #expect(driver.engine.status == "waiting for a touchscreen")
         let effects = driver.plug(1, name: "ILITEK")
-        #expect(Self.statuses(effects) == ["1 touchscreen: ILITEK"])
-        #expect(Self.logs(effects, at: .info) == ["touchscreen added"])
+        #expect(EngineHarness.statuses(effects) == ["1 touchscreen: ILITEK"])
+        #expect(EngineHarness.logs(effects, at: .info) == ["touchscreen added"])
         // A touch does not rebuild the status.
-        #expect(Self.statuses(driver.tap(at: 200, 200)).isEmpty)
+        #expect(EngineHarness.statuses(driver.tap(at: 200, 200)).isEmpty)
     }
 
     @Test("a tap gives touchDown and touchUpInside once, in order, with the device, contact and generation")
     func tapOnce() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         let effects = driver.tap(at: 200, 200)
-        #expect(Self.deliveries(effects) == ["a:touchDown", "a:touchUpInside"])
-        let first = try #require(Self.deliveryValues(effects).first)
+        #expect(EngineHarness.deliveries(effects) == ["a:touchDown", "a:touchUpInside"])
+        let first = try #require(EngineHarness.deliveryValues(effects).first)
         #expect(first.action == "a")
         #expect(first.target == "e2e")
         #expect(first.device == "event1")
@@ -201,24 +37,20 @@ struct EngineTests {
         #expect(first.x == 200 && first.y == 200)
         #expect(first.generation == 1)
         #expect(first.timeMicroseconds == driver.now - 50_000)
-        #expect(effects.allSatisfy { if case .deliver(_, .socket, true) = $0 { true } else { !Self.isDelivery($0) } })
+        #expect(effects.allSatisfy { if case .deliver(_, .socket, true) = $0 { true } else { !EngineHarness.isDelivery($0) } })
         #expect(driver.engine.statistics.frames == 2)
         #expect(driver.engine.statistics.actions == 2)
     }
 
-    static func isDelivery(_ effect: Effect) -> Bool {
-        if case .deliver = effect { true } else { false }
-    }
-
     @Test("dragging out past the outset and back gives touchDragExit then touchDragEnter, and ends inside")
     func dragOutAndBack() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         var effects = driver.frame([.down(0, 200, 200)])
         effects += driver.frame([.move(0, 450, 200)])
         effects += driver.frame([.move(0, 200, 200)])
         effects += driver.frame([.up(0)])
-        let events = Self.deliveries(effects)
+        let events = EngineHarness.deliveries(effects)
         #expect(events.first == "a:touchDown")
         #expect(events.last == "a:touchUpInside")
         let exit = try #require(events.firstIndex(of: "a:touchDragExit"))
@@ -229,102 +61,102 @@ struct EngineTests {
 
     @Test("lifting outside gives touchUpOutside and no touchUpInside")
     func liftOutside() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         let effects =
             driver.frame([.down(0, 200, 200)]) + driver.frame([.move(0, 500, 500)]) + driver.frame([.up(0)])
-        let events = Self.deliveries(effects)
+        let events = EngineHarness.deliveries(effects)
         #expect(events.last == "a:touchUpOutside")
         #expect(!events.contains("a:touchUpInside"))
     }
 
     @Test("two fingers on two controls are tracked independently")
     func twoFingers() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         let effects =
             driver.frame([.down(0, 200, 200), .down(1, 700, 200)]) + driver.frame([.up(1)])
             + driver.frame([.up(0)])
-        #expect(Self.deliveries(effects) == ["a:touchDown", "b:touchDown", "b:touchUpInside", "a:touchUpInside"])
-        #expect(Self.deliveryValues(effects).map(\.contact) == [0, 1, 1, 0])
+        #expect(EngineHarness.deliveries(effects) == ["a:touchDown", "b:touchDown", "b:touchUpInside", "a:touchUpInside"])
+        #expect(EngineHarness.deliveryValues(effects).map(\.contact) == [0, 1, 1, 0])
     }
 
     @Test("a three-finger long press in the corner is recognized at its deadline, with no time read by the engine")
     func longPressInCorner() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         let down = driver.frame([.down(0, 50, 850), .down(1, 100, 900), .down(2, 150, 950)])
-        #expect(Self.deliveries(down).isEmpty)
+        #expect(EngineHarness.deliveries(down).isEmpty)
         let deadline = try #require(driver.engine.nextDeadline)
-        #expect(Self.deliveries(driver.wait(100)).isEmpty)
+        #expect(EngineHarness.deliveries(driver.wait(100)).isEmpty)
         #expect(deadline.microseconds > driver.now)
         let recognized = driver.wait(250)
-        #expect(Self.deliveries(recognized) == ["admin:recognized"])
-        #expect(Self.deliveryValues(recognized).first?.gesture == "admin")
+        #expect(EngineHarness.deliveries(recognized) == ["admin:recognized"])
+        #expect(EngineHarness.deliveryValues(recognized).first?.gesture == "admin")
         let lift = driver.frame([.up(0), .up(1), .up(2)])
-        #expect(Self.deliveries(lift).isEmpty)
+        #expect(EngineHarness.deliveries(lift).isEmpty)
     }
 
     @Test("a swipe to the right from the left edge is recognized")
     func edgeSwipe() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         var effects = driver.frame([.down(0, 10, 500)])
         for x in stride(from: 60.0, through: 260.0, by: 50) { effects += driver.frame([.move(0, x, 500)], after: 16) }
         effects += driver.frame([.up(0)], after: 16)
-        #expect(Self.deliveries(effects) == ["back:recognized"])
+        #expect(EngineHarness.deliveries(effects) == ["back:recognized"])
     }
 
     @Test("unplugging mid-touch gives touchCancel and the waiting status; a replugged screen works")
     func unplugAndReplug() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         _ = driver.frame([.down(0, 200, 200)])
         let unplugged = driver.unplug(1)
-        #expect(Self.deliveries(unplugged) == ["a:touchCancel"])
-        #expect(Self.statuses(unplugged) == ["waiting for a touchscreen"])
-        #expect(Self.logs(unplugged, at: .info) == ["touchscreen removed", "waiting for a touchscreen"])
+        #expect(EngineHarness.deliveries(unplugged) == ["a:touchCancel"])
+        #expect(EngineHarness.statuses(unplugged) == ["waiting for a touchscreen"])
+        #expect(EngineHarness.logs(unplugged, at: .info) == ["touchscreen removed", "waiting for a touchscreen"])
         _ = driver.plug(2)
         let tap = driver.tap(at: 200, 200, device: 2)
-        #expect(Self.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
-        #expect(Self.deliveryValues(tap).first?.device == "event2")
+        #expect(EngineHarness.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
+        #expect(EngineHarness.deliveryValues(tap).first?.device == "event2")
     }
 
     @Test("a single-touch screen (slot −1) works next to a multitouch one")
     func singleTouchScreen() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1, name: "multi")
         let plugged = driver.plug(2, name: "single", contacts: 1)
-        #expect(Self.statuses(plugged) == ["2 touchscreens: multi, single"])
+        #expect(EngineHarness.statuses(plugged) == ["2 touchscreens: multi, single"])
         let tap = driver.tap(at: 200, 200, device: 2, singleTouch: true)
-        #expect(Self.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
+        #expect(EngineHarness.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
     }
 
     @Test("a refused reload keeps the running configuration; a good one replaces it after cancelling what is down")
     func reloads() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         let refused = driver.engine.reload(.refused(["x.toml:2:1: error: broken"]), path: "x.toml", now: driver.now)
-        #expect(Self.statuses(refused) == ["reload failed: x.toml:2:1: error: broken"])
-        #expect(Self.logs(refused, at: .error).first == "x.toml:2:1: error: broken")
+        #expect(EngineHarness.statuses(refused) == ["reload failed: x.toml:2:1: error: broken"])
+        #expect(EngineHarness.logs(refused, at: .error).first == "x.toml:2:1: error: broken")
         #expect(!refused.contains { if case .configureExecutors = $0 { true } else { false } })
         #expect(driver.engine.generation == 1)
-        #expect(Self.deliveryValues(driver.tap(at: 200, 200)).map(\.action) == ["a", "a"])
+        #expect(EngineHarness.deliveryValues(driver.tap(at: 200, 200)).map(\.action) == ["a", "a"])
 
         // A contact is down on `a` when the new file is taken: it ends in the old layout, before the executors change.
         _ = driver.frame([.down(0, 200, 200)])
         let taken = driver.engine.reload(
-            .loaded(try Self.load(Self.configuration(actionForA: "a2"))), path: "x.toml", now: driver.now)
+            .loaded(try EngineHarness.load(EngineHarness.configuration(actionForA: "a2"))), path: "x.toml", now: driver.now)
         let cancel = try #require(taken.firstIndex { if case .deliver = $0 { true } else { false } })
         let configure = try #require(taken.firstIndex { if case .configureExecutors = $0 { true } else { false } })
         #expect(cancel < configure)
-        #expect(Self.deliveries(taken) == ["a:touchCancel"])
-        #expect(Self.deliveryValues(taken).first?.generation == 1)
-        #expect(Self.statuses(taken) == ["1 touchscreen: panel"])
+        #expect(EngineHarness.deliveries(taken) == ["a:touchCancel"])
+        #expect(EngineHarness.deliveryValues(taken).first?.generation == 1)
+        #expect(EngineHarness.statuses(taken) == ["1 touchscreen: panel"])
         #expect(driver.engine.generation == 2)
         // The lift of the cancelled contact is dropped; the next tap uses the new file.
-        #expect(Self.deliveries(driver.frame([.up(0)])).isEmpty)
-        let after = Self.deliveryValues(driver.tap(at: 200, 200))
+        #expect(EngineHarness.deliveries(driver.frame([.up(0)])).isEmpty)
+        let after = EngineHarness.deliveryValues(driver.tap(at: 200, 200))
         #expect(after.map(\.action) == ["a2", "a2"])
         #expect(after.map(\.generation) == [2, 2])
     }
@@ -383,32 +215,32 @@ struct EngineTests {
 
     @Test("a reload keeps the screen and each control's enabled, selected and value; a restart would not")
     func reloadCarriesState() throws {
-        var driver = try Driver(Self.screens())
+        var driver = try EngineHarness.Driver(Self.screens())
         _ = driver.plug(1)
         _ = driver.request(.set(control: "a", enabled: false, selected: nil, value: nil))
         _ = driver.request(.set(control: "v", enabled: nil, selected: nil, value: 90))
         _ = driver.request(.screen("other"))
-        let reloaded = driver.engine.reload(.loaded(try Self.load(Self.screens())), path: "x.toml", now: driver.now)
-        #expect(Self.logs(reloaded, at: .info).contains("control state carried over the reload"))
+        let reloaded = driver.engine.reload(.loaded(try EngineHarness.load(Self.screens())), path: "x.toml", now: driver.now)
+        #expect(EngineHarness.logs(reloaded, at: .info).contains("control state carried over the reload"))
         #expect(driver.engine.scene.activeScreen == "other")
         #expect(driver.engine.scene.control("a")?.isEnabled == false)
         #expect(driver.engine.scene.control("v")?.value == 90)
         // Still disabled: a tap on it sends nothing, one on b does.
-        #expect(Self.deliveries(driver.tap(at: 200, 200)).isEmpty)
-        #expect(Self.deliveries(driver.tap(at: 700, 200)) == ["b:touchUpInside"])
+        #expect(EngineHarness.deliveries(driver.tap(at: 200, 200)).isEmpty)
+        #expect(EngineHarness.deliveries(driver.tap(at: 700, 200)) == ["b:touchUpInside"])
     }
 
     @Test("a value is clamped into a new range, a control whose kind changed starts from the file, and both are said")
     func reloadClampsAndSaysWhatWasNotCarried() throws {
-        var driver = try Driver(Self.screens())
+        var driver = try EngineHarness.Driver(Self.screens())
         _ = driver.request(.set(control: "v", enabled: nil, selected: nil, value: 90))
         _ = driver.request(.set(control: "b", enabled: false, selected: nil, value: nil))
         _ = driver.request(.screen("other"))
-        let edited = try Self.load(Self.screens(sliderMaximum: 50, bKind: "toggle"))
+        let edited = try EngineHarness.load(Self.screens(sliderMaximum: 50, bKind: "toggle"))
         let reloaded = driver.engine.reload(.loaded(edited), path: "x.toml", now: driver.now)
         #expect(driver.engine.scene.control("v")?.value == 50)
         #expect(driver.engine.scene.control("b")?.isEnabled == true)
-        let notices = Self.logs(reloaded, at: .notice)
+        let notices = EngineHarness.logs(reloaded, at: .notice)
         #expect(notices.contains("value clamped into the control's new range"))
         #expect(notices.contains("state not carried: the control's kind changed; it starts from the file"))
 
@@ -416,7 +248,7 @@ struct EngineTests {
         var without = edited
         without.screens.removeAll { $0.id == "other" }
         let gone = driver.engine.reload(.loaded(without), path: "x.toml", now: driver.now)
-        #expect(Self.logs(gone, at: .notice).contains("the screen shown is gone with the reload"))
+        #expect(EngineHarness.logs(gone, at: .notice).contains("the screen shown is gone with the reload"))
         #expect(driver.engine.scene.activeScreen == "main")
     }
 
@@ -424,20 +256,20 @@ struct EngineTests {
 
     @Test("after a suspend the contacts that were down are cancelled and their lift clicks nothing")
     func suspend() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         _ = driver.frame([.down(0, 200, 200)])
         let resumed = driver.engine.resumed(afterSleeping: 30_000_000, now: driver.now)
-        #expect(Self.deliveries(resumed) == ["a:touchCancel"])
-        #expect(Self.logs(resumed) == ["the system was suspended; contacts that were down are cancelled"])
-        #expect(Self.deliveries(driver.frame([.up(0)])).isEmpty)
+        #expect(EngineHarness.deliveries(resumed) == ["a:touchCancel"])
+        #expect(EngineHarness.logs(resumed) == ["the system was suspended; contacts that were down are cancelled"])
+        #expect(EngineHarness.deliveries(driver.frame([.up(0)])).isEmpty)
     }
 
     /// D5, found in the test VM: a drag that left `a` far behind, then SYN_DROPPED; libinput's resync reports the lift
     /// without the lost motion, at the last position touchd knew (inside `a`). That must not be a tap.
     @Test("after SYN_DROPPED the contacts that were down are cancelled, and their resynced lift clicks nothing")
     func eventsLost() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
         _ = driver.frame([.down(0, 200, 200)])
         driver.now += 500_000
@@ -447,33 +279,33 @@ struct EngineTests {
                 .touch(TouchEvent(device: 1, kind: .up, seatSlot: 0, slot: 0, time: driver.now)),
                 .touch(TouchEvent(device: 1, kind: .frame, seatSlot: -1, slot: -1, time: driver.now)),
             ], now: driver.now)
-        #expect(Self.deliveries(lost) == ["a:touchCancel"])
+        #expect(EngineHarness.deliveries(lost) == ["a:touchCancel"])
         #expect(
-            Self.logs(lost, at: .warning) == [
+            EngineHarness.logs(lost, at: .warning) == [
                 "input events were lost (SYN_DROPPED); contacts that were down are cancelled"
             ])
         // The next touch is a fresh one and works.
-        #expect(Self.deliveries(driver.tap(at: 200, 200)) == ["a:touchDown", "a:touchUpInside"])
+        #expect(EngineHarness.deliveries(driver.tap(at: 200, 200)) == ["a:touchDown", "a:touchUpInside"])
     }
 
     @Test("an unusable touchscreen is logged once and shown in the status until it goes")
     func unusableTouchscreen() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1, name: "good")
         let broken = UnusableTouchscreen(sysname: "event9", name: "bad", devnode: nil, reason: "libinput refused it")
         let appeared = driver.engine.unusableTouchscreens([broken])
-        #expect(Self.logs(appeared, at: .warning) == ["touchscreen not usable: libinput refused it"])
-        #expect(Self.statuses(appeared) == ["1 touchscreen: good; not usable: bad (event9)"])
+        #expect(EngineHarness.logs(appeared, at: .warning) == ["touchscreen not usable: libinput refused it"])
+        #expect(EngineHarness.statuses(appeared) == ["1 touchscreen: good; not usable: bad (event9)"])
         #expect(driver.engine.unusableTouchscreens([broken]).isEmpty)
         let gone = driver.engine.unusableTouchscreens([])
-        #expect(Self.statuses(gone) == ["1 touchscreen: good"])
+        #expect(EngineHarness.statuses(gone) == ["1 touchscreen: good"])
     }
 
     @Test("control requests: state, set, send, screen and subscribe are answered from the engine's scene")
     func controlRequests() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         _ = driver.plug(1)
-        let state = Self.responses(driver.request(.state))
+        let state = EngineHarness.responses(driver.request(.state))
         guard case .response(7, .number(1), let result)? = state.first else {
             Issue.record("no state response: \(state)")
             return
@@ -483,15 +315,15 @@ struct EngineTests {
 
         // Disabled over the socket: a tap on `a` sends nothing.
         let set = driver.request(.set(control: "a", enabled: false, selected: nil, value: nil))
-        #expect(Self.logs(set, at: .info) == ["control changed over the control socket"])
-        #expect(Self.deliveries(driver.tap(at: 200, 200)).isEmpty)
+        #expect(EngineHarness.logs(set, at: .info) == ["control changed over the control socket"])
+        #expect(EngineHarness.deliveries(driver.tap(at: 200, 200)).isEmpty)
 
         let sent = driver.request(.send(control: "b", events: ["touchUpInside"]))
-        #expect(Self.deliveries(sent) == ["b:touchUpInside"])
+        #expect(EngineHarness.deliveries(sent) == ["b:touchUpInside"])
         // Not caused by input: it does not count in the processing-latency figures.
         #expect(sent.contains { if case .deliver(_, .socket, false) = $0 { true } else { false } })
 
-        let screen = Self.responses(driver.request(.screen("nowhere")))
+        let screen = EngineHarness.responses(driver.request(.screen("nowhere")))
         guard case .failure(_, _, let error)? = screen.first else {
             Issue.record("no refusal: \(screen)")
             return
@@ -500,17 +332,17 @@ struct EngineTests {
         #expect(error.message == "no screen called 'nowhere'")
 
         // A subscriber is a weak target: b's events reach it as control events, not as deliveries.
-        let subscribed = Self.responses(driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["control"]))))
+        let subscribed = EngineHarness.responses(driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["control"]))))
         guard case .subscribed? = subscribed.first else {
             Issue.record("not subscribed: \(subscribed)")
             return
         }
         let tap = driver.tap(at: 700, 200)
-        #expect(Self.deliveries(tap) == ["b:touchDown", "b:touchUpInside"])
+        #expect(EngineHarness.deliveries(tap) == ["b:touchDown", "b:touchUpInside"])
         // touchDown, touchUpInside and the button's primaryActionTriggered: every control event, as subscribed.
-        #expect(Self.responses(tap).count == 3)
+        #expect(EngineHarness.responses(tap).count == 3)
         _ = driver.engine.handle(.disconnected(7), now: driver.now, edge: { EdgeStatistics() })
-        #expect(Self.responses(driver.tap(at: 700, 200)).isEmpty)
+        #expect(EngineHarness.responses(driver.tap(at: 700, 200)).isEmpty)
     }
 
     /// An observer subscribed to control events received `digit1`, `digit3`, `digit2` touchUpInside in order: the PIN
@@ -528,16 +360,16 @@ struct EngineTests {
 
             """
         let text =
-            EngineTests.configuration().replacingOccurrences(
+            EngineHarness.configuration().replacingOccurrences(
                 of: "id = \"a\"\nkind = \"button\"\n", with: "id = \"a\"\nkind = \"button\"\nprivate = true\n")
             + hold
-        var driver = try Driver(text)
+        var driver = try EngineHarness.Driver(text)
         _ = driver.plug(1)
         let observer: ControlClientID = 8
         let controller: ControlClientID = 9
         for (client, role) in [(observer, ControlRole.observer), (controller, .controller)] {
             let filter = ControlSubscriptionFilter()
-            let subscribed = Self.responses(driver.request(.subscribe(filter), client: client, role: role))
+            let subscribed = EngineHarness.responses(driver.request(.subscribe(filter), client: client, role: role))
             guard case .subscribed(_, _, let snapshot)? = subscribed.first else {
                 Issue.record("not subscribed: \(subscribed)")
                 return
@@ -547,7 +379,7 @@ struct EngineTests {
             #expect(snapshot.contains(hidden) == (role == .observer))
         }
         func events(_ effects: [Effect], for client: ControlClientID) -> [String] {
-            Self.responses(effects).compactMap { message -> String? in
+            EngineHarness.responses(effects).compactMap { message -> String? in
                 guard case .event(let event) = message, event.recipients.contains(client) else { return nil }
                 return event.members
             }
@@ -559,7 +391,7 @@ struct EngineTests {
         }
         // A tap on the private control: the controller sees it, the observer nothing at all.
         let tap = driver.tap(at: 200, 200)
-        #expect(Self.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
+        #expect(EngineHarness.deliveries(tap) == ["a:touchDown", "a:touchUpInside"])
         #expect(aboutA(tap, for: observer) == [])
         #expect(aboutA(tap, for: controller).contains { $0.contains(#""gesture":"hold","event":"failed""#) })
         #expect(events(tap, for: controller).contains { $0.contains(#""control":"a","event":"touchUpInside""#) })
@@ -569,7 +401,7 @@ struct EngineTests {
         #expect(events(set, for: controller).count == 1)
         // While a finger is on it, an observer's `state` does not say so.
         _ = driver.frame([.down(0, 200, 200)])
-        let polled = Self.responses(driver.request(.state, client: observer, role: .observer))
+        let polled = EngineHarness.responses(driver.request(.state, client: observer, role: .observer))
         guard case .response(_, _, let state)? = polled.first else {
             Issue.record("no state: \(polled)")
             return
@@ -582,7 +414,7 @@ struct EngineTests {
         #expect(events(other, for: observer).contains { $0.contains(#""control":"b","event":"touchUpInside""#) })
         #expect(events(other, for: controller).contains { $0.contains(#""control":"b","event":"touchUpInside""#) })
         // After a reload the subscriptions follow the new scene, and `a` stays hidden from the observer.
-        _ = driver.engine.reload(.loaded(try EngineTests.load(text)), path: "x.toml", now: driver.now)
+        _ = driver.engine.reload(.loaded(try EngineHarness.load(text)), path: "x.toml", now: driver.now)
         let again = driver.tap(at: 200, 200)
         #expect(aboutA(again, for: observer) == [])
         #expect(events(again, for: controller).contains { $0.contains(#""control":"a","event":"touchUpInside""#) })
@@ -590,14 +422,14 @@ struct EngineTests {
 
     @Test("an unknown name gets the closest known one when it looks like a typo, and no search when too costly")
     func suggestions() throws {
-        var driver = try Driver(Self.screens())
-        let refusal = Self.responses(driver.request(.screen("othr")))
+        var driver = try EngineHarness.Driver(Self.screens())
+        let refusal = EngineHarness.responses(driver.request(.screen("othr")))
         guard case .failure(_, _, let screen)? = refusal.first else {
             Issue.record("no refusal: \(refusal)")
             return
         }
         #expect(screen.message == "no screen called 'othr' (did you mean 'other'?)")
-        let event = Self.responses(driver.request(.send(control: "a", events: ["touchUpInsid"])))
+        let event = EngineHarness.responses(driver.request(.send(control: "a", events: ["touchUpInsid"])))
         guard case .failure(_, _, let unknownEvent)? = event.first else {
             Issue.record("no refusal: \(event)")
             return
@@ -611,7 +443,7 @@ struct EngineTests {
 
     @Test("a send naming one event thousands of times logs a bounded line")
     func sendLogIsBounded() throws {
-        var driver = try Driver()
+        var driver = try EngineHarness.Driver()
         let names = Array(repeating: "touchUpInside", count: 4_000)
         let effects = driver.request(.send(control: "b", events: names))
         let metadata = effects.compactMap { if case .log(_, _, let metadata) = $0 { metadata } else { nil } }.first
@@ -625,7 +457,7 @@ struct EngineTests {
     func recordsOnlyWhenRead() throws {
         // The end-to-end sequence's kinds of input: a tap, a drag out and back, an edge swipe that recognizes, a
         // long press, and taps that the edge swipe fails at their touch-down.
-        func run(_ driver: inout Driver) -> [Effect] {
+        func run(_ driver: inout EngineHarness.Driver) -> [Effect] {
             var effects = driver.plug(1)
             effects += driver.tap(at: 200, 200)
             effects += driver.frame([.down(0, 650, 150)])
@@ -642,20 +474,20 @@ struct EngineTests {
             effects += driver.tap(at: 250, 250)
             return effects
         }
-        var quiet = try Driver()
+        var quiet = try EngineHarness.Driver()
         #expect(!quiet.engine.scene.recordsEvents)
         let quietEffects = run(&quiet)
 
-        let configuration = try Self.load(Self.configuration())
-        var verbose = try Driver()
+        let configuration = try EngineHarness.load(EngineHarness.configuration())
+        var verbose = try EngineHarness.Driver()
         verbose.engine = Engine(configuration: configuration, scene: try configuration.makeScene(), logsDebug: true)
         _ = verbose.engine.started()
         #expect(verbose.engine.scene.recordsEvents)
         let verboseEffects = run(&verbose)
 
-        #expect(Self.deliveryValues(quietEffects) == Self.deliveryValues(verboseEffects))
+        #expect(EngineHarness.deliveryValues(quietEffects) == EngineHarness.deliveryValues(verboseEffects))
         #expect(
-            Self.deliveries(quietEffects) == [
+            EngineHarness.deliveries(quietEffects) == [
                 "a:touchDown", "a:touchUpInside", "b:touchDown", "b:touchDragExit", "b:touchDragOutside",
                 "b:touchDragEnter", "b:touchDragInside", "b:touchUpInside", "back:recognized", "admin:recognized",
                 "a:touchDown", "a:touchUpInside",
@@ -667,7 +499,7 @@ struct EngineTests {
         #expect(counted.actions == recorded.actions)
         // One debug line per record: the counts are the events the records would have shown. The buttons' 10 touch
         // events above and a primaryActionTriggered with each of the 3 touchUpInside.
-        let lines = Self.logs(verboseEffects, at: .debug)
+        let lines = EngineHarness.logs(verboseEffects, at: .debug)
         #expect(counted.controlEvents == lines.count { $0 == "control event" })
         #expect(counted.controlEvents == 13)
         #expect(counted.gestureEvents == lines.count { $0 == "gesture event" })
@@ -679,15 +511,15 @@ struct EngineTests {
 
     @Test("debug lines are built only when debug logging is on")
     func debugLinesOnlyWhenAsked() throws {
-        var quiet = try Driver()
+        var quiet = try EngineHarness.Driver()
         _ = quiet.plug(1)
-        #expect(Self.logs(quiet.tap(at: 200, 200), at: .debug).isEmpty)
+        #expect(EngineHarness.logs(quiet.tap(at: 200, 200), at: .debug).isEmpty)
 
-        let configuration = try Self.load(Self.configuration())
-        var verbose = try Driver()
+        let configuration = try EngineHarness.load(EngineHarness.configuration())
+        var verbose = try EngineHarness.Driver()
         verbose.engine = Engine(configuration: configuration, scene: try configuration.makeScene(), logsDebug: true)
         _ = verbose.engine.started()
         _ = verbose.plug(1)
-        #expect(Self.logs(verbose.tap(at: 200, 200), at: .debug).contains("control event"))
+        #expect(EngineHarness.logs(verbose.tap(at: 200, 200), at: .debug).contains("control event"))
     }
 }

@@ -26,7 +26,7 @@ struct SliderStepTests {
 
     @Test("the declared value and the control socket's set snap to min + k·step")
     func setSnaps() throws {
-        var driver = try EngineTests.Driver(Self.configuration)
+        var driver = try EngineHarness.Driver(Self.configuration)
         // 4 is (4 − 1) / 2 = 1.5 steps, rounded to 2: 5.
         #expect(driver.engine.scene.control("quantity")?.value == 5)
         let answer = driver.request(.set(control: "quantity", enabled: nil, selected: nil, value: 6.9))

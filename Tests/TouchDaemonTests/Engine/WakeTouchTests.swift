@@ -9,7 +9,7 @@ import TouchModel
 /// true` gives the old behaviour back.
 @Suite("Engine: the wake touch")
 struct WakeTouchTests {
-    typealias Driver = EngineTests.Driver
+    typealias Driver = EngineHarness.Driver
 
     /// EngineLiveTests' `[idle]` (2 s) with extra lines in the `[idle]` table and, optionally, filter mode.
     static func configuration(idleKeys: String = "", filter: String? = nil) -> String {
@@ -24,7 +24,7 @@ struct WakeTouchTests {
 
     /// Touch-script output of `text` on `script`, as `touchd simulate` prints it.
     static func simulate(_ text: String, _ script: String) throws -> [String] {
-        var simulation = try Simulation(configuration: try EngineTests.load(text))
+        var simulation = try Simulation(configuration: try EngineHarness.load(text))
         return simulation.lines(.scriptText(script))
     }
 
@@ -36,11 +36,11 @@ struct WakeTouchTests {
         // On control a: before the fix it got touchDown, touchUpInside… under the wake.
         let wake = driver.tap(at: 200, 200)
         #expect(EngineLiveTests.idleDeliveries(wake) == ["wake:welcome", "wake:chained"])
-        #expect(EngineTests.deliveries(wake).allSatisfy { $0.hasPrefix("idle:") })
+        #expect(EngineHarness.deliveries(wake).allSatisfy { $0.hasPrefix("idle:") })
         // The clock starts again at the wake touch's lift, and the next tap is an ordinary one.
         #expect(driver.engine.nextDeadline == Instant(microseconds: driver.now + 2_000_000))
         let next = driver.tap(at: 200, 200)
-        #expect(EngineTests.deliveries(next) == ["a:touchDown", "a:touchUpInside"])
+        #expect(EngineHarness.deliveries(next) == ["a:touchDown", "a:touchUpInside"])
     }
 
     @Test("every finger that lands while the wake touch is down is part of it; gestures see none of them")
@@ -58,7 +58,7 @@ struct WakeTouchTests {
         effects += driver.frame([.up(0), .up(1), .up(2), .up(3)], after: 10)
         #expect(driver.engine.nextDeadline == nil)
         effects += driver.frame([.up(4)], after: 10)
-        #expect(EngineTests.deliveries(effects) == ["idle:wake", "idle:wake"])
+        #expect(EngineHarness.deliveries(effects) == ["idle:wake", "idle:wake"])
         #expect(driver.engine.nextDeadline == Instant(microseconds: driver.now + 2_000_000))
         // A cancel of the scene's contacts (a reload, a suspend) has nothing of the wake to cancel.
         #expect(driver.engine.scene.contactCount == 0)
@@ -70,7 +70,7 @@ struct WakeTouchTests {
         _ = driver.plug(1)
         _ = driver.wait(2_000)
         let wake = driver.tap(at: 200, 200)
-        #expect(EngineTests.deliveries(wake) == ["idle:wake", "idle:wake", "a:touchDown", "a:touchUpInside"])
+        #expect(EngineHarness.deliveries(wake) == ["idle:wake", "idle:wake", "a:touchDown", "a:touchUpInside"])
     }
 
     @Test("a reload while the wake touch is down ends it; the kiosk is awake and its clock runs")
@@ -80,12 +80,12 @@ struct WakeTouchTests {
         _ = driver.wait(2_000)
         _ = driver.frame([.down(0, 200, 200)])
         let reloaded = driver.engine.reload(
-            .loaded(try EngineTests.load(Self.configuration())), path: "engine.toml", now: driver.now)
-        #expect(EngineTests.deliveries(reloaded).isEmpty)
+            .loaded(try EngineHarness.load(Self.configuration())), path: "engine.toml", now: driver.now)
+        #expect(EngineHarness.deliveries(reloaded).isEmpty)
         #expect(driver.engine.nextDeadline != nil)
         // The router drops the rest of the cancelled contact; a new tap is the control's.
         _ = driver.frame([.up(0)])
-        #expect(EngineTests.deliveries(driver.tap(at: 200, 200)) == ["a:touchDown", "a:touchUpInside"])
+        #expect(EngineHarness.deliveries(driver.tap(at: 200, 200)) == ["a:touchDown", "a:touchUpInside"])
     }
 
     @Test("simulate: a wake_touch line, no control event and no app line for the wake touch")
@@ -125,9 +125,9 @@ struct WakeTouchTests {
 
     @Test("the key is read, defaults to false, and check refuses a non-boolean")
     func key() throws {
-        #expect(try EngineTests.load(Self.configuration()).idle.wakeTouchReachesControls == false)
+        #expect(try EngineHarness.load(Self.configuration()).idle.wakeTouchReachesControls == false)
         #expect(
-            try EngineTests.load(Self.configuration(idleKeys: "wake_touch_reaches_controls = true")).idle
+            try EngineHarness.load(Self.configuration(idleKeys: "wake_touch_reaches_controls = true")).idle
                 .wakeTouchReachesControls == true)
         let broken = ConfigurationLoader.load(
             text: Self.configuration(idleKeys: "wake_touch_reaches_controls = 1"), path: "engine.toml")

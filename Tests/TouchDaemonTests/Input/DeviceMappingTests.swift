@@ -30,7 +30,7 @@ struct DeviceMappingTests {
 
     @Test("the keys are read; an entry without them keeps the output's")
     func keysAreRead() throws {
-        let configuration = try EngineTests.load(Self.text)
+        let configuration = try EngineHarness.load(Self.text)
         #expect(configuration.devices.map(\.rotation) == [nil, .inverted])
         #expect(configuration.devices.map(\.calibration) == [nil, [1.0, 0.0, 0.02, 0.0, 1.0, -0.01]])
         #expect(CoordinateMapper(output: configuration.output, device: configuration.devices[0]).rotation == .right)
@@ -39,7 +39,7 @@ struct DeviceMappingTests {
 
     @Test("check prints touchd's matrix for the output and for each entry with its own")
     func checkSaysWhichMatrix() throws {
-        let configuration = try EngineTests.load(Self.text)
+        let configuration = try EngineHarness.load(Self.text)
         #expect(
             configuration.mappingSummary == [
                 "touchd's matrix [0 -1 1; 1 0 0] (rotation 90°, calibration none), applied after libinput's own (udev "
@@ -57,7 +57,7 @@ struct DeviceMappingTests {
         #expect(own.mappingSummary.first?.contains(", used by no device (every [[device]] entry has its own)") == true)
         #expect(own.mappingSummary.count == 3)
         // Nothing turned or calibrated: no line, positions pass through as libinput reports them.
-        let plain = try EngineTests.load("[output]\nwidth = 800\nheight = 480\n")
+        let plain = try EngineHarness.load("[output]\nwidth = 800\nheight = 480\n")
         #expect(plain.mappingSummary.isEmpty)
     }
 
@@ -65,7 +65,7 @@ struct DeviceMappingTests {
     func startLogSaysWhichMatrix() throws {
         var device = TouchRouterTests.device(1, name: "Touch 2")
         device.libinputCalibration = [0, 1, 0, -1, 0, 1]  // udev: LIBINPUT_CALIBRATION_MATRIX="0 1 0 -1 0 1"
-        let configuration = try EngineTests.load(Self.text)
+        let configuration = try EngineHarness.load(Self.text)
         let mapper = CoordinateMapper(output: configuration.output, device: configuration.devices[1])
         let metadata = Engine.matrixMetadata(device, mapper)
         #expect(metadata["device.libinput_matrix"] == "[0 1 0; -1 0 1]")
@@ -77,8 +77,8 @@ struct DeviceMappingTests {
 
     @Test("touchd run's 'touchscreen added' line carries the matrices of the entry that matched")
     func engineLogsTheMatrix() throws {
-        var driver = try EngineTests.Driver(Self.text)
-        var device = EngineTests.Driver.device(1, name: "Touch 2")
+        var driver = try EngineHarness.Driver(Self.text)
+        var device = EngineHarness.Driver.device(1, name: "Touch 2")
         device.libinputCalibration = [0, 1, 0, -1, 0, 1]
         let effects = driver.engine.handle([.deviceAdded(device)], now: driver.now)
         let metadata = effects.compactMap { effect -> Logger.Metadata? in
@@ -94,14 +94,14 @@ struct DeviceMappingTests {
     /// same raw touch lands where each entry's rotation puts it.
     @Test("a libinput recording replays through each entry's rotation")
     func recordingReplaysThroughRotation() throws {
-        let configuration = try EngineTests.load(Self.text)
+        let configuration = try EngineHarness.load(Self.text)
         // Raw (1024, 512) of 0…4095 on both panels.
         let frame: [[Int]] = [
             [0, 0, 3, 47, 0], [0, 0, 3, 57, 7], [0, 0, 3, 53, 1024], [0, 0, 3, 54, 512], [0, 0, 0, 0, 0],
         ]
-        let text = RecordingHardeningTests.recording(
-            RecordingHardeningTests.device(node: 1, frames: [frame]),
-            RecordingHardeningTests.device(node: 2, frames: [frame]))
+        let text = RecordingFixture.recording(
+            RecordingFixture.device(node: 1, frames: [frame]),
+            RecordingFixture.device(node: 2, frames: [frame]))
         let frames = try LibinputRecording.frames(
             from: text, output: configuration.output, allowList: configuration.devices
         ).get()

@@ -391,11 +391,11 @@ struct TouchRouterTests {
 
     @Test("ignore_virtual is read from [input], defaults to false, and reaches the engine's router")
     func ignoreVirtualKey() throws {
-        let text = EngineTests.configuration()
-        #expect(try EngineTests.load(text).ignoreVirtual == false)
+        let text = EngineHarness.configuration()
+        #expect(try EngineHarness.load(text).ignoreVirtual == false)
         let on = text.replacingOccurrences(of: "[tracking]", with: "[input]\nignore_virtual = true\n\n[tracking]")
-        #expect(try EngineTests.load(on).ignoreVirtual == true)
-        var driver = try EngineTests.Driver(on)
+        #expect(try EngineHarness.load(on).ignoreVirtual == true)
+        var driver = try EngineHarness.Driver(on)
         _ = driver.engine.handle([.deviceAdded(Self.clone(2))], now: driver.now)
         #expect(driver.engine.router.touchscreens.isEmpty)
         _ = driver.engine.handle([.deviceAdded(Self.device(1))], now: driver.now)

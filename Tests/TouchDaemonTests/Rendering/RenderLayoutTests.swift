@@ -160,7 +160,7 @@ struct RenderLayoutTests {
     @Test(
         "a gesture on a control or group covers that region, an edge swipe its strip, on the screens where it is live")
     func gestureRegions() throws {
-        let configuration = try EngineTests.load(Self.ticketMachine)
+        let configuration = try EngineHarness.load(Self.ticketMachine)
         func gestures(_ screen: String) -> [String: Element] {
             let elements = Self.elements(Self.svg(configuration, screen: screen))
             return Dictionary(
@@ -200,7 +200,7 @@ struct RenderLayoutTests {
             let configuration = try ConfigurationLoader.load(path: path).get()
             cases.append((configuration, configuration.screens.map(\.id)))
         }
-        let ticket = try EngineTests.load(Self.ticketMachine)
+        let ticket = try EngineHarness.load(Self.ticketMachine)
         cases.append((ticket, ticket.screens.map(\.id)))
         // 200 small buttons in a 20×10 grid on a small output: far more labels than room.
         var crowded = "[output]\nwidth = 800\nheight = 480\n"
@@ -213,7 +213,7 @@ struct RenderLayoutTests {
 
                 """
         }
-        let dense = try EngineTests.load(crowded)
+        let dense = try EngineHarness.load(crowded)
         cases.append((dense, [nil]))
         for (configuration, screens) in cases {
             for screen in screens {
@@ -270,7 +270,7 @@ struct RenderLayoutTests {
 
     @Test("the background is transparent unless a screenshot is given; a screenshot is embedded, never its path")
     func background() throws {
-        let configuration = try EngineTests.load(Self.ticketMachine)
+        let configuration = try EngineHarness.load(Self.ticketMachine)
         let plain = Self.elements(Self.svg(configuration, screen: "home"))
         let output = try #require(plain.first { $0.attributes["id"] == "output" })
         #expect(output.attributes["fill"] == "none")
@@ -287,7 +287,7 @@ struct RenderLayoutTests {
         ]
         let hostile = directory.appendingPathComponent("shot\"><script>x&amp;.png").path
         try Data(png).write(to: URL(fileURLWithPath: hostile))
-        let run = try CheckCommandTests.run([
+        let run = try TouchdProcess.run([
             "render", "--config", TestSupport.kioskConfig, "--output", "-", "--background", hostile,
         ])
         #expect(run.status == 0)
@@ -302,8 +302,8 @@ struct RenderLayoutTests {
     func backgroundRefused() throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        func render(_ background: String) throws -> CheckCommandTests.Run {
-            try CheckCommandTests.run([
+        func render(_ background: String) throws -> TouchdProcess.Run {
+            try TouchdProcess.run([
                 "render", "--config", TestSupport.kioskConfig, "--output", "-", "--background", background,
             ])
         }
@@ -347,7 +347,7 @@ struct RenderLayoutTests {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("layout.svg").path
-        let run = try CheckCommandTests.run([
+        let run = try TouchdProcess.run([
             "render", "--config", TestSupport.kioskConfig, "--output", path, "--screen", "all",
         ])
         #expect(run.status == 0)
@@ -360,7 +360,7 @@ struct RenderLayoutTests {
         }
         #expect(!FileManager.default.fileExists(atPath: path))
 
-        let stdout = try CheckCommandTests.run([
+        let stdout = try TouchdProcess.run([
             "render", "--config", TestSupport.kioskConfig, "--output", "-", "--screen", "all",
         ])
         #expect(stdout.status == 64)

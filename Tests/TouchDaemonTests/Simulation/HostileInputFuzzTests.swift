@@ -243,11 +243,11 @@ struct HostileInputFuzzTests {
         let golden = try ["tap.yaml", "tap-single-touch.yaml"].map {
             try [UInt8](Data(contentsOf: TestSupport.resourceDirectory("Golden").appendingPathComponent($0)))
         }
-        let twoDevices = RecordingHardeningTests.recording(
-            RecordingHardeningTests.device(node: 0, frames: [RecordingHardeningTests.tap(slot: 0)]),
-            RecordingHardeningTests.device(
+        let twoDevices = RecordingFixture.recording(
+            RecordingFixture.device(node: 0, frames: [RecordingFixture.tap(slot: 0)]),
+            RecordingFixture.device(
                 node: 1,
-                frames: [RecordingHardeningTests.tap(slot: 3), RecordingHardeningTests.tap(slot: 9, second: 1)]
+                frames: [RecordingFixture.tap(slot: 3), RecordingFixture.tap(slot: 9, second: 1)]
             ))
         return golden + [Array(twoDevices.utf8)]
     }

@@ -8,46 +8,8 @@ import TouchModel
 /// result, in bounded time and memory, never a trap.
 @Suite("simulate: hostile recordings and scripts")
 struct RecordingHardeningTests {
-    static let output = Configuration.Output(width: 1920, height: 1080, rotation: .normal, calibration: nil)
-
-    /// A recording's header and one multitouch device (axes 0…4095, slots 0…`slots`), with `events` as its frames.
-    static func device(node: Int, slots: Int = 9, axisMaximum: Int = 4095, frames: [[[Int]]]) -> String {
-        var text = """
-            - node: /dev/input/event\(node)
-              evdev:
-                name: "Touch \(node)"
-                id: [3, 8746, 1, 272]
-                absinfo:
-                  0: [0, \(axisMaximum), 0, 0, 0]
-                  1: [0, \(axisMaximum), 0, 0, 0]
-                  47: [0, \(slots), 0, 0, 0]
-                  53: [0, \(axisMaximum), 0, 0, 0]
-                  54: [0, \(axisMaximum), 0, 0, 0]
-                  57: [0, 65535, 0, 0, 0]
-              events:
-
-            """
-        for frame in frames {
-            text += "  - evdev:\n"
-            for event in frame { text += "    - [\(event.map(String.init).joined(separator: ", "))]\n" }
-        }
-        return text
-    }
-
-    static func recording(_ devices: String...) -> String {
-        "version: 1\nndevices: \(devices.count)\nlibinput:\n  version: \"1.26.1\"\ndevices:\n" + devices.joined()
-    }
-
-    /// A tap in slot `slot` at second `second`: down at (512, 512), up 50 ms later.
-    static func tap(slot: Int, second: Int = 0) -> [[Int]] {
-        [
-            [second, 0, 3, 47, slot], [second, 0, 3, 57, 7], [second, 0, 3, 53, 512], [second, 0, 3, 54, 512],
-            [second, 0, 0, 0, 0],
-        ]
-    }
-
     static func failure(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> String? {
-        switch LibinputRecording.frames(from: text, output: output) {
+        switch LibinputRecording.frames(from: text, output: RecordingFixture.output) {
         case .success:
             Issue.record("the recording was accepted", sourceLocation: sourceLocation)
             return nil
@@ -62,9 +24,9 @@ struct RecordingHardeningTests {
     func touchWithoutPosition() throws {
         let unplaced: [[Int]] = [[0, 0, 3, 47, 0], [0, 0, 3, 57, 3], [0, 0, 1, 330, 1], [0, 0, 0, 0, 0]]
         let lift: [[Int]] = [[0, 30_000, 3, 57, -1], [0, 30_000, 1, 330, 0], [0, 30_000, 0, 0, 0]]
-        let text = Self.recording(Self.device(node: 4, frames: [unplaced, lift] + [Self.tap(slot: 0, second: 1)]))
+        let text = RecordingFixture.recording(RecordingFixture.device(node: 4, frames: [unplaced, lift] + [RecordingFixture.tap(slot: 0, second: 1)]))
         var notes: [String] = []
-        let frames = try LibinputRecording.frames(from: text, output: Self.output, noted: { notes.append($0) }).get()
+        let frames = try LibinputRecording.frames(from: text, output: RecordingFixture.output, noted: { notes.append($0) }).get()
         #expect(frames.map(\.samples.count) == [1])
         #expect(frames.first?.time == .milliseconds(1000))
         #expect(notes.count == 1)
@@ -77,9 +39,9 @@ struct RecordingHardeningTests {
 
     @Test("a second device's ABS_MT_SLOT of 2^63−1 is refused with a message, not a trap")
     func hugeSlot() {
-        let text = Self.recording(
-            Self.device(node: 0, frames: [Self.tap(slot: 0)]),
-            Self.device(node: 1, frames: [Self.tap(slot: Int.max)]))
+        let text = RecordingFixture.recording(
+            RecordingFixture.device(node: 0, frames: [RecordingFixture.tap(slot: 0)]),
+            RecordingFixture.device(node: 1, frames: [RecordingFixture.tap(slot: Int.max)]))
         #expect(
             Self.failure(text)
                 == "device 1: malformed event [0, 0, 3, 47, 9223372036854775807]: the value 9223372036854775807 "
@@ -90,15 +52,15 @@ struct RecordingHardeningTests {
     func slotOutOfRange() throws {
         var notes: [String] = []
         let frames: [[[Int]]] = [
-            Self.tap(slot: 10),  // slots are 0…9
+            RecordingFixture.tap(slot: 10),  // slots are 0…9
             [[0, 1000, 3, 57, -1], [0, 1000, 0, 0, 0]],
-            Self.tap(slot: Int(Int32.max), second: 1),
-            Self.tap(slot: 2, second: 2),
+            RecordingFixture.tap(slot: Int(Int32.max), second: 1),
+            RecordingFixture.tap(slot: 2, second: 2),
             [[2, 50000, 3, 57, -1], [2, 50000, 0, 0, 0]],
         ]
-        let text = Self.recording(
-            Self.device(node: 0, frames: [Self.tap(slot: 0)]), Self.device(node: 1, frames: frames))
-        let result = try LibinputRecording.frames(from: text, output: Self.output, noted: { notes.append($0) }).get()
+        let text = RecordingFixture.recording(
+            RecordingFixture.device(node: 0, frames: [RecordingFixture.tap(slot: 0)]), RecordingFixture.device(node: 1, frames: frames))
+        let result = try LibinputRecording.frames(from: text, output: RecordingFixture.output, noted: { notes.append($0) }).get()
         // Device 0's touch (contact 0, never lifted) and device 1's slot 2 (contact 1002), nothing of slots 10 and
         // 2^31−1.
         #expect(
@@ -113,17 +75,17 @@ struct RecordingHardeningTests {
     @Test("a device declaring more slots than libinput tracks uses the first 64")
     func slotCap() throws {
         var notes: [String] = []
-        let text = Self.recording(
-            Self.device(node: 0, slots: 1_000_000, frames: [Self.tap(slot: 63), Self.tap(slot: 64)]))
-        let result = try LibinputRecording.frames(from: text, output: Self.output, noted: { notes.append($0) }).get()
+        let text = RecordingFixture.recording(
+            RecordingFixture.device(node: 0, slots: 1_000_000, frames: [RecordingFixture.tap(slot: 63), RecordingFixture.tap(slot: 64)]))
+        let result = try LibinputRecording.frames(from: text, output: RecordingFixture.output, noted: { notes.append($0) }).get()
         #expect(result.map(\.samples) == [[.began(63, at: Point(x: 240, y: 135))]])
         #expect(notes == ["device 0: 4 events for slots outside 0…63 were ignored (the first for slot 64)"])
     }
 
     @Test("an axis whose minimum equals its maximum makes no touch device, and divides nothing by zero")
     func flatAxis() throws {
-        let text = Self.recording(Self.device(node: 0, axisMaximum: 0, frames: [Self.tap(slot: 0)]))
-        #expect(try LibinputRecording.frames(from: text, output: Self.output).get().isEmpty)
+        let text = RecordingFixture.recording(RecordingFixture.device(node: 0, axisMaximum: 0, frames: [RecordingFixture.tap(slot: 0)]))
+        #expect(try LibinputRecording.frames(from: text, output: RecordingFixture.output).get().isEmpty)
     }
 
     @Test(
@@ -137,14 +99,14 @@ struct RecordingHardeningTests {
             ([0, 0, 3, 53, Int(Int32.min) - 1], "the value -2147483649 is outside evdev's 32-bit range"),
         ])
     func outOfRange(_ event: [Int], _ reason: String) {
-        let text = Self.recording(Self.device(node: 0, frames: [[event]]))
+        let text = RecordingFixture.recording(RecordingFixture.device(node: 0, frames: [[event]]))
         let raw = "[" + event.map(String.init).joined(separator: ", ") + "]"
         #expect(Self.failure(text) == "device 0: malformed event \(raw): \(reason)")
     }
 
     @Test("an axis range wider than 32 bits is refused")
     func wideAxis() {
-        let text = Self.recording(Self.device(node: 0, axisMaximum: Int.max, frames: [Self.tap(slot: 0)]))
+        let text = RecordingFixture.recording(RecordingFixture.device(node: 0, axisMaximum: Int.max, frames: [RecordingFixture.tap(slot: 0)]))
         #expect(
             Self.failure(text)
                 == "device 0: absinfo 53 has minimum 0 and maximum 9223372036854775807; evdev's values are 32-bit")
@@ -175,7 +137,7 @@ struct RecordingHardeningTests {
         await #expect(processExitsWith: .success) {
             for depth in [990, 1_001] {
                 let text = "version: 1\nlibinput: {}\ndevices: []\nx:\n" + String(repeating: "- ", count: depth) + "x\n"
-                let result = LibinputRecording.frames(from: text, output: Self.output)
+                let result = LibinputRecording.frames(from: text, output: RecordingFixture.output)
                 if depth < 1_000 {
                     #expect((try? result.get())?.isEmpty == true, "\(result)")
                 } else {
@@ -193,7 +155,7 @@ struct RecordingHardeningTests {
     @Test("a message quotes at most a short cut of the file")
     func shortMessages() throws {
         let long = String(repeating: "x", count: 100_000)
-        let event = Self.recording(Self.device(node: 0, frames: [[[0, 0, 3]]])).replacingOccurrences(
+        let event = RecordingFixture.recording(RecordingFixture.device(node: 0, frames: [[[0, 0, 3]]])).replacingOccurrences(
             of: "[0, 0, 3]", with: "[0, 0, \"\(long)\"]")
         #expect(
             Self.failure(event)
@@ -215,11 +177,11 @@ struct RecordingHardeningTests {
                 + "did not find expected ',' or ']'")
 
         // The name of a device the allow-list leaves out.
-        let named = Self.recording(Self.device(node: 0, frames: [])).replacingOccurrences(
+        let named = RecordingFixture.recording(RecordingFixture.device(node: 0, frames: [])).replacingOccurrences(
             of: "\"Touch 0\"", with: "\"\(long)\"")
         var ignored: [String] = []
         _ = try LibinputRecording.frames(
-            from: named, output: Self.output, allowList: [Configuration.DeviceMatch(name: "other")],
+            from: named, output: RecordingFixture.output, allowList: [Configuration.DeviceMatch(name: "other")],
             ignored: { ignored.append($0) }
         ).get()
         #expect(
@@ -247,8 +209,8 @@ struct RecordingHardeningTests {
             ])
         }
         var notes: [String] = []
-        let text = Self.recording(Self.device(node: 0, slots: count, frames: frames))
-        let result = try LibinputRecording.frames(from: text, output: Self.output, noted: { notes.append($0) }).get()
+        let text = RecordingFixture.recording(RecordingFixture.device(node: 0, slots: count, frames: frames))
+        let result = try LibinputRecording.frames(from: text, output: RecordingFixture.output, noted: { notes.append($0) }).get()
         // Slots 0…63 began (only slot 5 has a y, so only it has a location), then one move per frame.
         #expect(result.count == 1 + count)
         #expect(result[0].samples == [.began(5, at: Point(x: 240, y: 135))])
