@@ -141,9 +141,9 @@ struct EndToEndTests {
     /// It fails only when either reader gave fewer than 40 messages: the ratio is a figure of an emulated guest on a
     /// shared machine (single rounds vary by 2×), so by default it is reported rather than judged, and this is the
     /// debug build. `TOUCHD_LATENCY_TOUCHD` names another touchd to measure (the static release build kiosks run,
-    /// docs/performance.md), `TOUCHD_LATENCY_ROUNDS` asks for more rounds than four (at most 16; CI asks for 10 for the
-    /// release build: each new touchd lands on either vCPU, which moves a round's median by up to 2×, so more rounds
-    /// give a steadier median), and `TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail (`--max-ratio`).
+    /// docs/performance.md; CI sets it), `TOUCHD_LATENCY_ROUNDS` asks for more rounds than four (at most 16; CI asks
+    /// for 8: each new touchd lands on either vCPU, which moves a round's median by up to 2×, so more rounds give a
+    /// steadier median and a p99 over 160 taps), and `TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail (`--max-ratio`).
     /// `TOUCHD_VM_SMP=1` (read by scripts/vm/run) measures in a guest with one vCPU, where the rounds hold steady.
     ///
     /// With a C compiler on the host it also measures the floors (`tools/perf/floors`): the `latency-floor:` line says
@@ -171,15 +171,18 @@ struct EndToEndTests {
     /// next touch forwarded to the application does not wait behind a busy socket target. It also prints the
     /// app-visible latency (`filter-latency:` lines, medians and p99) through touchd's twin against the panel read
     /// directly and, with a C compiler on the host, through a bare forwarder's twin (scripts/vm/floors), with the
-    /// socket target idle and busy (figures, not pass marks: this is the debug build; docs/performance.md has the
-    /// release build's).
+    /// socket target idle and busy (figures, not pass marks). Like the latency test it runs `TOUCHD_LATENCY_TOUCHD`
+    /// when that names another touchd (CI: the static release build kiosks run, whose figures docs/performance.md
+    /// gives), the freshly built debug touchd otherwise.
     @Test("filter mode: what the app receives, in the VM", .timeLimit(.minutes(10)))
     func filterModeInVM() async throws {
         var arguments = ["--filter"]
         if let floors = Self.buildFloors() {
             arguments += ["--floor-filter", floors.appendingPathComponent("floor-filter").path]
         }
-        try await Self.runDriver("filter mode", vm: ["--timeout", "600"], driver: arguments)
+        try await Self.runDriver(
+            "filter mode", vm: ["--timeout", "600"], driver: arguments,
+            touchd: ProcessInfo.processInfo.environment["TOUCHD_LATENCY_TOUCHD"].map { URL(fileURLWithPath: $0) })
     }
 
     /// The next tap's action must not wait behind a busy socket target (ScenarioBusyTarget.swift, BusyTarget.swift):
