@@ -233,6 +233,8 @@ final class LatencyComparison {
         }
         notes.append(
             "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); "
+                + "first tap \(round.prefix(2).map { "\($0)µs" }.joined(separator: "/")), slowest of the rest "
+                + "\(round.dropFirst(2).max().map { "\($0)µs" } ?? "-"); "
                 + "\(kinds.joined(separator: ", ")); \(cpu); "
                 + "kernel event → socket "
                 + "\(Percentiles(kernelToSocket).map(\.description) ?? "n/a"); touchd said: "
@@ -289,7 +291,9 @@ final class LatencyComparison {
         }
         samples.values += round
         notes.append(
-            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); \(cpu)")
+            "\(label) round \(number): \(Percentiles(round).map(\.description) ?? "no samples"); "
+                + "first tap \(round.prefix(2).map { "\($0)µs" }.joined(separator: "/")), slowest of the rest "
+                + "\(round.dropFirst(2).max().map { "\($0)µs" } ?? "-"); \(cpu)")
     }
 
     /// The second field of a debug-events line (` event3   TOUCH_DOWN       +1.234s …`), or nil.
