@@ -103,6 +103,8 @@ final class Daemon {
                 "seat": "\(engine.configuration.seat)",
                 "generation": "\(engine.generation)", MessageID.metadataKey: "\(MessageID.started)",
             ])
+        // Before any device: the first real tap must not pay for faulting in its path's code (TapPathWarmUp.swift).
+        TapPathWarmUp.run(engine.configuration)
         // Devices present at start arrive with the first dispatch; READY=1 does not wait for a touchscreen.
         perform(engine.handle(input.dispatch(), now: monotonicMicroseconds()))
         perform(engine.unusableTouchscreens(input.unusableTouchscreens()))

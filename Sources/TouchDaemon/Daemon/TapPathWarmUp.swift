@@ -1,0 +1,65 @@
+import TouchModel
+
+/// Runs a tap through a scratch engine before `READY=1`, so the first real tap does not pay for faulting in the code
+/// of its path: the router, the scene's hit-testing and tracking, target-action, the engine's deliveries and the socket
+/// message's encoding. Without it, the first tap after start was the slowest of all in the test VM (16–77 ms against
+/// 3–5 ms for the rest, with about 110 minor faults on the input thread), which made it the p99 of every latency run;
+/// docs/architecture.md, "The speed measures that stay", has the figure with it.
+///
+/// The scratch engine is made from the same configuration and dropped at once: it sends nothing, logs nothing and
+/// counts nothing in the real engine's statistics. It covers the same code, not the same data: the kernel's and
+/// libinput's side of the first event still cost what they cost.
+enum TapPathWarmUp {
+    /// How many controls are tapped: enough for the kinds a kiosk's first screen uses, bounded for a file of
+    /// thousands.
+    static let controlsTapped = 8
+
+    /// Returns how many socket messages the scratch taps encoded (what the tests check: that the warm-up reaches the
+    /// end of the path).
+    @discardableResult
+    static func run(_ configuration: Configuration) -> Int {
+        var scratch = configuration
+        // The made-up panel must be taken whatever the allow-list says.
+        scratch.devices = []
+        scratch.ignoreVirtual = false
+        guard let scene = try? scratch.makeScene() else { return 0 }
+        var engine = Engine(configuration: scratch, scene: scene)
+        _ = engine.started()
+        let device = DeviceInfo(
+            id: Int.max, name: "touchd warm-up", sysname: "event-warm-up", vendor: 0, product: 0,
+            widthMillimetres: nil, heightMillimetres: nil, devnode: nil, links: [], isTouchscreen: true,
+            touchCount: 10)
+        var now: UInt64 = 1_000_000
+        var effects = engine.handle([.deviceAdded(device)], now: now)
+        guard let mapper = engine.router.mapper(for: device.id) else { return 0 }
+        let enabled = configuration.controls.lazy.filter(\.isEnabled).prefix(Self.controlsTapped)
+        // A tap on each control's centre, then one on the output's centre (empty space, or the app in filter mode).
+        let points =
+            enabled.map(\.shape.boundingBox.center)
+            + [Point(x: Double(configuration.output.width) / 2, y: Double(configuration.output.height) / 2)]
+        for point in points {
+            guard let (x, y) = mapper.unmap(point) else { continue }
+            for kind in [TouchEvent.Kind.down, .up] {
+                now += 60_000
+                let (px, py): (Double?, Double?) = kind == .down ? (x, y) : (nil, nil)
+                effects += engine.handle(
+                    [
+                        .touch(TouchEvent(device: device.id, kind: kind, seatSlot: 0, slot: 0, time: now, x: px, y: py)),
+                        .touch(TouchEvent(device: device.id, kind: .frame, seatSlot: -1, slot: -1, time: now)),
+                    ], now: now)
+            }
+            // Out of the touchDownRepeat window: each tap a first tap.
+            now += 1_000_000
+            effects += engine.advance(to: now)
+        }
+        var messages = 0
+        for effect in effects {
+            guard case .deliver(let delivery, .socket, _) = effect,
+                let target = configuration.socketTargets[delivery.target],
+                !SocketSenderCore.message(delivery, for: target).isEmpty
+            else { continue }
+            messages &+= 1
+        }
+        return messages
+    }
+}
