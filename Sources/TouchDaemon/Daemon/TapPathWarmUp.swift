@@ -2,7 +2,7 @@ import TouchModel
 
 /// Runs a tap through a scratch engine before `READY=1`, so the first real tap does not pay for faulting in the code
 /// of its path: the router, the scene's hit-testing and tracking, target-action, the engine's deliveries and the socket
-/// message's encoding. Without it, the first tap after start was the slowest of all in the test VM (16–77 ms against
+/// message's encoding, and in filter mode the application's copy up to its twin's frame. Without it, the first tap after start was the slowest of all in the test VM (16–77 ms against
 /// 3–5 ms for the rest, with about 110 minor faults on the input thread), which made it the p99 of every latency run;
 /// docs/architecture.md, "The speed measures that stay", has the figure with it.
 ///
@@ -14,15 +14,19 @@ enum TapPathWarmUp {
     /// thousands.
     static let controlsTapped = 8
 
-    /// Returns how many socket messages the scratch taps encoded (what the tests check: that the warm-up reaches the
-    /// end of the path).
+    /// What the scratch taps reached, for the tests: socket messages encoded, frames for the application's twin.
+    struct Reached: Equatable {
+        var messages = 0
+        var forwarded = 0
+    }
+
     @discardableResult
-    static func run(_ configuration: Configuration) -> Int {
+    static func run(_ configuration: Configuration) -> Reached {
         var scratch = configuration
         // The made-up panel must be taken whatever the allow-list says.
         scratch.devices = []
         scratch.ignoreVirtual = false
-        guard let scene = try? scratch.makeScene() else { return 0 }
+        guard let scene = try? scratch.makeScene() else { return Reached() }
         var engine = Engine(configuration: scratch, scene: scene)
         _ = engine.started()
         let device = DeviceInfo(
@@ -31,7 +35,9 @@ enum TapPathWarmUp {
             touchCount: 10)
         var now: UInt64 = 1_000_000
         var effects = engine.handle([.deviceAdded(device)], now: now)
-        guard let mapper = engine.router.mapper(for: device.id) else { return 0 }
+        // In filter mode, as if the panel had been grabbed: the app's copies then go through the forwarding code too.
+        if configuration.filter.enabled { effects += engine.filterApplied([(device, .grabbed)]) }
+        guard let mapper = engine.router.mapper(for: device.id) else { return Reached() }
         let enabled = configuration.controls.lazy.filter(\.isEnabled).prefix(Self.controlsTapped)
         // A tap on each control's centre, then one on the output's centre (empty space, or the app in filter mode).
         let points =
@@ -52,14 +58,19 @@ enum TapPathWarmUp {
             now += 1_000_000
             effects += engine.advance(to: now)
         }
-        var messages = 0
+        var reached = Reached()
         for effect in effects {
-            guard case .deliver(let delivery, .socket, _) = effect,
-                let target = configuration.socketTargets[delivery.target],
-                !SocketSenderCore.message(delivery, for: target).isEmpty
-            else { continue }
-            messages &+= 1
+            switch effect {
+            case .deliver(let delivery, .socket, _):
+                if let target = configuration.socketTargets[delivery.target],
+                    !SocketSenderCore.message(delivery, for: target).isEmpty
+                {
+                    reached.messages &+= 1
+                }
+            case .forward: reached.forwarded &+= 1
+            default: break
+            }
         }
-        return messages
+        return reached
     }
 }
