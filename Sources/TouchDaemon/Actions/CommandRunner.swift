@@ -144,7 +144,12 @@ final class CommandRunner: Sendable {
         core.state.withLock { $0.unknownTargetDeliveries }
     }
 
-    /// The `touchd-commands` thread's kernel id, once the first command started it.
+    /// Starts the `touchd-commands` thread (``WorkerGroup``); a runner used on its own starts it at its first command.
+    func start() throws(WorkerStartError) {
+        try core.supervisor.start(events: core)
+    }
+
+    /// The `touchd-commands` thread's kernel id, once it started.
     var supervisorThreadID: Int32? {
         core.supervisor.threadID
     }

@@ -18,8 +18,8 @@ protocol CommandSupervisorEvents: AnyObject, Sendable {
 ///
 /// Its ``WakeableLoop`` waits in `poll(2)` on one pidfd per running child, with the nearest deadline (a timeout, a
 /// check of a group being stopped) as its timeout, so with no child running it sleeps without a timeout and never
-/// wakes: no periodic timer, no thread pool. It starts at the first command; its `stop` lets the children being ended
-/// finish ending (``CommandRunner/stop(graceMicroseconds:)`` asks for that first), then ends the thread.
+/// wakes: no periodic timer, no thread pool. It starts with the other workers (``WorkerGroup``), or at the first
+/// command for a runner used on its own; its `stop` lets the children being ended finish ending (``CommandRunner/stop(graceMicroseconds:)`` asks for that first), then ends the thread.
 ///
 /// Requests come in through ``post(_:events:)`` from any thread; the runner's decisions stay in ``CommandRunnerCore``.
 final class CommandSupervisor: Sendable {
@@ -51,13 +51,18 @@ final class CommandSupervisor: Sendable {
         loop = WakeableLoop(Shared(), name: "touchd-commands", title: "command runner", logger: logger)
     }
 
-    /// Hands `requests` to the thread, starting it first if it is not running. When no thread can be started, each
+    /// Starts the thread (``WorkerGroup``'s start, through the runner). Idempotent.
+    func start(events: some CommandSupervisorEvents) throws(WorkerStartError) {
+        try loop.start { [loop, output] in CommandSupervisorLoop(loop, events: events, output: output) }
+    }
+
+    /// Hands `requests` to the thread, starting it first if it is not running (a runner used on its own, in tests). When no thread can be started, each
     /// start fails at once (`finished` with `notStarted`) and each termination signals the group and ends there.
     func post(_ requests: [Request], events: some CommandSupervisorEvents) {
         guard !requests.isEmpty else { return }
         let failure: Int32?
-        do throws(WakeableLoop<Shared>.StartError) {
-            try loop.start { [loop, output] in CommandSupervisorLoop(loop, events: events, output: output) }
+        do throws(WorkerStartError) {
+            try start(events: events)
             failure = loop.state.withLock { shared -> Int32? in
                 // The thread has ended: nobody would take them.
                 if case .stopped = shared.phase { return ECANCELED }

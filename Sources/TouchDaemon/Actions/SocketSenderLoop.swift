@@ -18,7 +18,7 @@ import TouchModel
 /// peer would see half a line); one that had not started is sent on the next connection. A failure streak is logged
 /// (rate limited, with the suppressed count) and the recovery says how many messages were dropped meanwhile.
 final class SocketSenderLoop: WorkerLoop {
-    /// What the thread starts with, handed over from `SocketTargetSender.init`.
+    /// What the thread starts with, handed over from `SocketTargetSender.start()`.
     final class Context: Sendable {
         let core: WakeableLoop<SocketSenderCore.State>
         let logger: Logger

@@ -22,15 +22,6 @@ struct SocketTargetStatistics: Hashable, Sendable {
     var queued = 0
 }
 
-/// A resource the sender could not get at start.
-struct SocketTargetSenderError: Error, CustomStringConvertible {
-    /// The call that failed, e.g. `eventfd`.
-    var operation: String
-    var errno: Int32
-
-    var description: String { "\(operation): \(UnixSocket.describe(errno))" }
-}
-
 /// Sends deliveries to Unix-socket targets; callers never block.
 ///
 /// The fast path is the caller's own thread: when a target is connected and idle (nothing queued, nothing being
@@ -58,31 +49,32 @@ final class SocketTargetSender: Sendable {
 
     private let core: WakeableLoop<SocketSenderCore.State>
     private let queueCapacity: Int
+    private let context: SocketSenderLoop.Context
 
-    /// Starts the sender thread.
+    /// Makes the sender; ``start()`` (the ``WorkerGroup``'s) starts its thread.
     ///
     /// - Parameters:
     ///   - queueCapacity: messages each target may have waiting; more push the oldest out.
     ///   - clock: monotonic microseconds, for backoff deadlines, log rate limits and the flush timeout at stop.
     ///   - backoff: the reconnect delays.
-    /// - Throws: `SocketTargetSenderError` when the process is out of descriptors or threads.
     init(
         logger: Logger, queueCapacity: Int = 256,
         clock: @escaping @Sendable () -> UInt64 = { monotonicMicroseconds() },
         backoff: Backoff = .standard
-    ) throws {
+    ) {
         precondition(queueCapacity > 0, "a socket target's queue needs room for at least one message")
         precondition(backoff.initial > 0 && backoff.initial <= backoff.maximum, "the backoff must grow from above 0")
         core = WakeableLoop(
             SocketSenderCore.State(), name: "touchd-sender", title: "socket target sender", logger: logger,
             clock: clock)
         self.queueCapacity = queueCapacity
-        let context = SocketSenderLoop.Context(core: core, logger: logger, clock: clock, backoff: backoff)
-        do {
-            try core.start { SocketSenderLoop(context) }
-        } catch {
-            throw SocketTargetSenderError(operation: error.operation, errno: error.errno)
-        }
+        context = SocketSenderLoop.Context(core: core, logger: logger, clock: clock, backoff: backoff)
+    }
+
+    /// Starts the sender thread; see ``Worker/start()``.
+    func start() throws(WorkerStartError) {
+        let context = context
+        try core.start { SocketSenderLoop(context) }
     }
 
     deinit {

@@ -93,13 +93,7 @@ struct Run: ParsableCommand {
             notifier.notify(["STATUS=\(failure)"])
             throw ExitCode(ExitStatus.anotherInstance)
         }
-        let sockets: SocketTargetSender
-        do {
-            sockets = try SocketTargetSender(logger: logger, clock: monotonicMicroseconds)
-        } catch {
-            logger.critical("cannot start the socket-target sender: \(error)")
-            throw ExitCode(71)  // EX_OSERR
-        }
+        let sockets = SocketTargetSender(logger: logger, clock: monotonicMicroseconds)
         // Children's standard output and error go to touchd's standard error: the journal under systemd.
         let commands = CommandRunner(logger: logger, output: .standardError)
         // Before READY=1 (fault-cases.md O1): the socket listens by the time systemd calls touchd ready.
@@ -117,6 +111,14 @@ struct Run: ParsableCommand {
         }
         let executors = Executors(sockets: sockets, commands: commands)
         let workers = WorkerGroup(control: control, executors: executors)
+        do {
+            try workers.start()
+        } catch {
+            logger.critical("cannot start touchd's threads: \(error)")
+            notifier.notify(["STATUS=cannot start touchd's threads: \(error)"])
+            workers.stop()
+            throw ExitCode(71)  // EX_OSERR
+        }
         let path = options.config
         let lock = instanceLock
         let yieldOnSend = yieldOnSend

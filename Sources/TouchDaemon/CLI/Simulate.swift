@@ -83,15 +83,16 @@ struct Simulate: ParsableCommand {
         throws
     {
         let logger = Run.makeLogger(level: .info)
-        let sockets: SocketTargetSender
+        // Children's standard output and error go to simulate's standard error, apart from the JSON lines.
+        let executors = Executors(
+            sockets: SocketTargetSender(logger: logger), commands: CommandRunner(logger: logger, output: .standardError))
         do {
-            sockets = try SocketTargetSender(logger: logger)
+            try WorkerGroup(control: nil, executors: executors).start()
         } catch {
-            printError("touchd: error: cannot start the socket-target sender: \(error)")
+            printError("touchd: error: cannot start the executors' threads: \(error)")
+            executors.stop()
             throw ExitCode(71)  // EX_OSERR
         }
-        // Children's standard output and error go to simulate's standard error, apart from the JSON lines.
-        let executors = Executors(sockets: sockets, commands: CommandRunner(logger: logger, output: .standardError))
         executors.configure(configuration)
         let started = monotonicMicroseconds()
         var origin: UInt64?

@@ -96,14 +96,18 @@ final class ControlServer: Sendable {
     private let core: WakeableLoop<Shared>
     /// Readable while notes wait for the input thread.
     private let notes: WakeDescriptor
+    private let listener: ControlListener.Socket
+    private let context: ControlServerLoop.Context
+    /// Until `stop` has made sure the listener is closed.
+    private let listenerOwned = Mutex(true)
 
-    /// Starts the server thread on `listener`, which the server owns from here on (closed, and unlinked when
-    /// standalone, by `stop`).
+    /// Makes the server for `listener`, which it owns from here on (closed, and unlinked when standalone, by `stop`);
+    /// ``start()`` (the ``WorkerGroup``'s) starts its thread.
     ///
     /// - Parameters:
     ///   - generation: the configuration generation for hello replies (see `setGeneration`).
     ///   - clock: monotonic microseconds, for timeouts, rate limits and backoff.
-    /// - Throws: `StartError` when the process is out of descriptors or threads; the listener is closed then.
+    /// - Throws: `StartError` when the process is out of descriptors; the listener is closed then.
     init(
         listener: ControlListener.Socket, settings: Settings, generation: Int, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = { monotonicMicroseconds() }
@@ -121,14 +125,15 @@ final class ControlServer: Sendable {
         core = WakeableLoop(
             Shared(generation: generation), name: "touchd-control", title: "control socket", logger: logger,
             clock: clock)
-        let context = ControlServerLoop.Context(
+        self.listener = listener
+        context = ControlServerLoop.Context(
             core: core, notes: notes, listener: listener, settings: settings, logger: logger, clock: clock)
-        do {
-            try core.start { ControlServerLoop(context) }
-        } catch {
-            listener.close()
-            throw StartError(operation: error.operation, errno: error.errno)
-        }
+    }
+
+    /// Starts the server thread; see ``Worker/start()``.
+    func start() throws(WorkerStartError) {
+        let context = context
+        try core.start { ControlServerLoop(context) }
     }
 
     deinit {
@@ -172,6 +177,12 @@ final class ControlServer: Sendable {
     /// waits for the first.
     func stop(flushTimeoutMicroseconds: UInt64) {
         core.stop(withinMicroseconds: flushTimeoutMicroseconds)
+        // The thread closes the listener at its end; a server that never started has none to do it.
+        let unclosed = listenerOwned.withLock { owned in
+            defer { owned = false }
+            return owned && !core.threadStarted
+        }
+        if unclosed { listener.close() }
     }
 
     var statistics: ControlServerStatistics {

@@ -54,15 +54,10 @@ protocol WorkerLoop: AnyObject {
 /// thread is not already due to look: that is the worker's to decide).
 final class WakeableLoop<State: WorkerState>: Sendable {
     /// A start that failed: the call and its errno.
-    struct StartError: Error {
-        var operation: String
-        var errno: Int32
-    }
-
     private enum ThreadSlot: Sendable {
         case notStarted
         case started(WorkerThread)
-        case failed(StartError)
+        case failed(WorkerStartError)
     }
 
     let state: Mutex<State>
@@ -103,8 +98,8 @@ final class WakeableLoop<State: WorkerState>: Sendable {
     /// Starts the thread, with every signal blocked, running the loop `makeLoop` makes on it; does nothing when it was
     /// started before. Throws why it cannot start (also on every later call once it failed), or ECANCELED when `stop`
     /// came first.
-    func start(_ makeLoop: @escaping @Sendable () -> any WorkerLoop) throws(StartError) {
-        try thread.withLock { slot throws(StartError) in
+    func start(_ makeLoop: @escaping @Sendable () -> any WorkerLoop) throws(WorkerStartError) {
+        try thread.withLock { slot throws(WorkerStartError) in
             switch slot {
             case .started: return
             case .failed(let error): throw error
@@ -113,10 +108,10 @@ final class WakeableLoop<State: WorkerState>: Sendable {
             // Under the thread's lock: a `stop` that began before this finds no thread to wait for, one that begins
             // after finds this one.
             guard case .running = state.withLock({ $0.phase }) else {
-                throw StartError(operation: "start", errno: ECANCELED)
+                throw WorkerStartError(operation: "start", errno: ECANCELED)
             }
             guard let wakeDescriptor else {
-                let error = StartError(operation: "eventfd", errno: wakeError)
+                let error = WorkerStartError(operation: "eventfd", errno: wakeError)
                 slot = .failed(error)
                 throw error
             }
@@ -127,7 +122,7 @@ final class WakeableLoop<State: WorkerState>: Sendable {
                         run(makeLoop(), wakeDescriptor: wakeDescriptor)
                     })
             } catch {
-                let error = StartError(operation: "pthread_create", errno: error.errno)
+                let error = WorkerStartError(operation: "pthread_create", errno: error.errno)
                 slot = .failed(error)
                 throw error
             }
@@ -161,6 +156,14 @@ final class WakeableLoop<State: WorkerState>: Sendable {
             state.withLock { $0.phase = .stopped }
         }
         return begun
+    }
+
+    /// Whether `start` made the thread: when it never did, `stop` has run no loop, so nothing the loop would have
+    /// closed at its end was closed.
+    var threadStarted: Bool {
+        thread.withLock { slot in
+            if case .started = slot { true } else { false }
+        }
     }
 
     /// The thread's kernel id (as in `/proc/self/task`) once it runs: for tests that count its wake-ups.

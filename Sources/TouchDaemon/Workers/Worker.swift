@@ -1,19 +1,30 @@
 import Glibc
 
 /// One of touchd's threads besides the input thread: the socket sender, the control server or the command runner.
-/// Each runs a ``WakeableLoop``; its thread starts with the worker (the command runner's at its first command), and
-/// ``WorkerGroup`` stops them all in one order.
+/// Each runs a ``WakeableLoop``; ``WorkerGroup`` starts them and stops them all in one order.
 protocol Worker: AnyObject, Sendable {
+    /// Starts the worker's thread (the command runner's waits for its first command: most kiosks run none).
+    /// Idempotent; throws when the process is out of descriptors or threads, or after `stop`.
+    func start() throws(WorkerStartError)
+
     /// Finishes what is in flight within `microseconds` (flushes queued messages, says goodbye to clients, or stops
     /// running commands), then lets everything go and ends its thread. Idempotent; a second caller waits for the
     /// first.
     func stop(withinMicroseconds microseconds: UInt64)
 }
 
-/// touchd's workers and the one order they stop in, the reverse of the order `touchd run` makes them in (as
-/// swift-service-lifecycle's `ServiceGroup` shuts its services down): written once for `touchd run`, its early exits
-/// included, and `touchd simulate --execute` (which has no control server). Each worker starts its thread when it is
-/// made (the command runner at its first command), so that tests and `simulate` can use one on its own.
+/// Why a worker's thread could not start: the call that failed and its errno.
+struct WorkerStartError: Error, CustomStringConvertible {
+    var operation: String
+    var errno: Int32
+
+    var description: String { "\(operation): \(UnixSocket.describe(errno))" }
+}
+
+/// touchd's workers, started in the order `touchd run` makes them and stopped in the reverse (as
+/// swift-service-lifecycle's `ServiceGroup` runs its services): written once for `touchd run`, its early exits
+/// included, and `touchd simulate --execute` (which has no control server). A test that uses one worker on its own
+/// starts it itself.
 ///
 /// 1. The control server, within 500 ms: subscribers get their `shutdown` line and have it flushed, so they know the
 ///    connection's end is not a crash.
@@ -29,6 +40,14 @@ struct WorkerGroup: Sendable {
 
     let control: (any Worker)?
     let executors: Executors
+
+    /// Starts every worker's thread: the socket sender, then the control server, then the command runner. On a
+    /// failure the ones already started are left for ``stop(commandsMayFinishWithin:)``, which every exit path calls.
+    func start() throws(WorkerStartError) {
+        try executors.sockets.start()
+        try control?.start()
+        try executors.commands.start()
+    }
 
     /// Stops every worker, in order. `commandsMayFinishWithin`: how long running commands may go on by themselves
     /// before they get SIGTERM (`touchd simulate --execute` lets them run their timeout's worth; `touchd run` stops

@@ -130,7 +130,8 @@ struct SocketTargetTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .stream)
         let logs = LineSink.memory()
-        let sender = try SocketTargetSender(logger: testLogger(logs))
+        let sender = SocketTargetSender(logger: testLogger(logs))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
@@ -160,7 +161,8 @@ struct SocketTargetTests {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .stream)
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()), queueCapacity: queueCapacity)
+        let sender = SocketTargetSender(logger: testLogger(LineSink.memory()), queueCapacity: queueCapacity)
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
@@ -250,7 +252,8 @@ struct SocketTargetTests {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .datagram)
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
+        let sender = SocketTargetSender(logger: testLogger(LineSink.memory()))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: peer.path, type: .datagram)])
@@ -272,7 +275,8 @@ struct SocketTargetTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .datagram)
         let logs = LineSink.memory()
-        let sender = try SocketTargetSender(logger: testLogger(logs))
+        let sender = SocketTargetSender(logger: testLogger(logs))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: peer.path, type: .datagram)])
@@ -296,8 +300,9 @@ struct SocketTargetTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("late.sock").path
         let logs = LineSink.memory()
-        let sender = try SocketTargetSender(
+        let sender = SocketTargetSender(
             logger: testLogger(logs), backoff: .init(initial: 5_000, maximum: 50_000))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: path, type: .stream)])
@@ -332,7 +337,8 @@ struct SocketTargetTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .stream)
         let logs = LineSink.memory()
-        let sender = try SocketTargetSender(logger: testLogger(logs))
+        let sender = SocketTargetSender(logger: testLogger(logs))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
@@ -356,7 +362,8 @@ struct SocketTargetTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("audit.sock").path
         var peer: Peer? = try Peer(path: path, type: .datagram)
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
+        let sender = SocketTargetSender(logger: testLogger(LineSink.memory()))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["audit": .init(path: path, type: .datagram)])
@@ -381,8 +388,9 @@ struct SocketTargetTests {
         let squatter = try connectClient(to: peer.path)
         defer { close(squatter) }
         let logs = LineSink.memory()
-        let sender = try SocketTargetSender(
+        let sender = SocketTargetSender(
             logger: testLogger(logs), backoff: .init(initial: 5_000, maximum: 50_000))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
@@ -418,7 +426,8 @@ struct SocketTargetTests {
         let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .stream)
         let logs = LineSink.memory()
         let capacity = 256
-        let sender = try SocketTargetSender(logger: testLogger(logs), queueCapacity: capacity)
+        let sender = SocketTargetSender(logger: testLogger(logs), queueCapacity: capacity)
+        try sender.start()
 
         sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
         let connection = try #require(await peer.accept())
@@ -451,9 +460,10 @@ struct SocketTargetTests {
         // Every reading of this clock is a second later, and retries are due at once: a few hundred failures span
         // many 30-second rate-limit windows without the test waiting for them.
         let time = Atomic<UInt64>(0)
-        let sender = try SocketTargetSender(
+        let sender = SocketTargetSender(
             logger: testLogger(logs), clock: { time.add(1_000_000, ordering: .relaxed).newValue },
             backoff: .init(initial: 1, maximum: 1))
+        try sender.start()
 
         sender.configure(["kiosk": .init(path: directory.appendingPathComponent("missing.sock").path, type: .stream)])
         var secret = delivery(0)
@@ -477,7 +487,8 @@ struct SocketTargetTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let stream = try Peer(path: directory.appendingPathComponent("stream.sock").path, type: .stream)
         let datagram = try Peer(path: directory.appendingPathComponent("datagram.sock").path, type: .datagram)
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
+        let sender = SocketTargetSender(logger: testLogger(LineSink.memory()))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure([
@@ -515,7 +526,8 @@ struct SocketTargetTests {
         let moved = try Peer(path: directory.appendingPathComponent("moved.sock").path, type: .stream)
         let movedAgain = try Peer(path: directory.appendingPathComponent("moved-again.sock").path, type: .stream)
         let absentPath = directory.appendingPathComponent("absent.sock").path
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
+        let sender = SocketTargetSender(logger: testLogger(LineSink.memory()))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
 
         sender.configure([
@@ -560,7 +572,8 @@ struct SocketTargetTests {
     @Test func reloadsThatRenameTargetsKeepOnlyTheLastRemovedTargetsCounters() throws {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
+        let sender = SocketTargetSender(logger: testLogger(LineSink.memory()))
+        try sender.start()
         defer { sender.stop(flushTimeoutMicroseconds: 0) }
         // Nobody listens: every target just waits to connect. A new name on every reload, as a generated file might.
         let path = directory.appendingPathComponent("absent.sock").path
@@ -593,7 +606,8 @@ struct SocketTargetTests {
         let directory = try TestSupport.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let peer = try Peer(path: directory.appendingPathComponent("kiosk.sock").path, type: .stream)
-        let sender = try SocketTargetSender(logger: testLogger(LineSink.memory()))
+        let sender = SocketTargetSender(logger: testLogger(LineSink.memory()))
+        try sender.start()
 
         sender.configure(["kiosk": .init(path: peer.path, type: .stream)])
         let connection = try #require(await peer.accept())

@@ -705,6 +705,7 @@ private final class Harness {
         } else {
             server = try ControlServer(listener: listener, settings: settings, generation: 1, logger: logger)
         }
+        try server.start()
         fake = FakeInput(server: server)
     }
 
