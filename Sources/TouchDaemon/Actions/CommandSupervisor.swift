@@ -19,7 +19,8 @@ protocol CommandSupervisorEvents: AnyObject, Sendable {
 /// Its ``WakeableLoop`` waits in `poll(2)` on one pidfd per running child, with the nearest deadline (a timeout, a
 /// check of a group being stopped) as its timeout, so with no child running it sleeps without a timeout and never
 /// wakes: no periodic timer, no thread pool. It starts with the other workers (``WorkerGroup``), or at the first
-/// command for a runner used on its own; its `stop` lets the children being ended finish ending (``CommandRunner/stop(graceMicroseconds:)`` asks for that first), then ends the thread.
+/// command for a runner used on its own; its `stop` lets the children being ended finish ending
+/// (``CommandRunner/stop(graceMicroseconds:)`` asks for that first), then ends the thread.
 ///
 /// Requests come in through ``post(_:events:)`` from any thread; the runner's decisions stay in ``CommandRunnerCore``.
 final class CommandSupervisor: Sendable {
