@@ -35,6 +35,11 @@ if !options.withoutTouchscreen, let reason = VirtualTouchscreen.unavailableReaso
     Console.line("touchd-e2e: SKIP: \(reason)")
     exit(77)
 }
+if options.cage && options.twinSpace {
+    let status = CageTwinSpaceRun(options: options, touchd: touchd).run()
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
+}
 if options.cage {
     let status = CageRun(options: options, touchd: touchd).run()
     runFinished.store(true, ordering: .relaxed)
