@@ -194,6 +194,7 @@ extension Engine {
                 filter.refused[device.id] = nil
                 filter.waiting[device.id] = nil
                 metadata[MessageID.metadataKey] = "\(MessageID.filterStarted)"
+                metadata["twin_space"] = "\(configuration.filter.twinSpace.rawValue)"
                 effects.append(.log(.info, "touchscreen filtered: the application reads its twin", metadata))
             }
         }
