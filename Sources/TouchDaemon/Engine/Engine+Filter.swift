@@ -38,7 +38,7 @@ enum TwinAxes: Hashable, Sendable {
 struct OutputAxes: Hashable, Sendable {
     /// Sixteen units per pixel: a compositor that scales the twin's range onto the output lands within 1/32 pixel of
     /// touchd's point (rounding to whole units), far below a finger's width.
-    static let unitsPerPixel = 16.0
+    static let unitsPerPixel: Int32 = 16
     var xMaximum: Int32
     var yMaximum: Int32
     /// Units per millimetre; 0 when the panel reports no physical size (the twin then reports none either, as the
@@ -51,8 +51,8 @@ struct OutputAxes: Hashable, Sendable {
     init(output: Configuration.Output, mapper: CoordinateMapper, widthMillimetres: Double?, heightMillimetres: Double?) {
         // The schema keeps the output within 1…32768 pixels: at most 524288 units, well inside Int32.
         func maximum(_ pixels: Double) -> Int32 {
-            let units = (min(max(pixels, 1), 32_768) * Self.unitsPerPixel).rounded()
-            return Int32(exactly: units - 1) ?? Int32(Self.unitsPerPixel) - 1
+            let units = (min(max(pixels, 1), 32_768) * Double(Self.unitsPerPixel)).rounded()
+            return Int32(exactly: units - 1) ?? Self.unitsPerPixel - 1
         }
         xMaximum = maximum(output.width)
         yMaximum = maximum(output.height)
@@ -65,7 +65,7 @@ struct OutputAxes: Hashable, Sendable {
         let alongX = (turned ? height : width) / mapper.region.width
         let alongY = (turned ? width : height) / mapper.region.height
         let pixel = (alongX + alongY) / 2
-        let perMillimetre = (Self.unitsPerPixel / pixel).rounded()
+        let perMillimetre = (Double(Self.unitsPerPixel) / pixel).rounded()
         guard perMillimetre.isFinite else { return }
         resolution = Int32(exactly: min(max(perMillimetre, 1), 1_000_000)) ?? 0
     }

@@ -63,14 +63,14 @@ struct TwinAxesTests {
         let largest = Self.output(32_768, 32_768)
         let axes = OutputAxes(
             output: largest, mapper: CoordinateMapper(output: largest), widthMillimetres: 0.1, heightMillimetres: 0.1)
-        #expect(Double(axes.xMaximum) + 1 == 32_768 * OutputAxes.unitsPerPixel)
+        #expect(Double(axes.xMaximum) + 1 == 32_768 * Double(OutputAxes.unitsPerPixel))
         // 0.1 mm over 32768 pixels: more units per millimetre than the bound; kept at the bound.
         #expect(axes.resolution == 1_000_000)
         let fractional = Self.output(1366.5, 768)
         let other = OutputAxes(
             output: fractional, mapper: CoordinateMapper(output: fractional), widthMillimetres: nil,
             heightMillimetres: nil)
-        #expect(abs((Double(other.xMaximum) + 1) / OutputAxes.unitsPerPixel - 1366.5) < 1e-9)
+        #expect(abs((Double(other.xMaximum) + 1) / Double(OutputAxes.unitsPerPixel) - 1366.5) < 1e-9)
     }
 
     @Test("positions are normalised over the whole output, off-output positions kept (the twin clamps them)")
