@@ -91,7 +91,8 @@ struct Options: Equatable {
           --twin-space   with --cage (not under systemd): [filter] twin_space instead: under cage turned to
                          portrait (-r) with twin_space = "output" (a landscape panel with rotation 90, the same with
                          a calibration matrix, two panels each on half of the output) and under an unrotated cage
-                         with "device", wev must get each tap within 3 px of the point touchd's controls saw
+                         with "device", wev must get each tap within 3 px of the point touchd's controls saw;
+                         and "device" under cage -r, where wev must get the raw point stretched (the control case)
           --compare-libinput
                          end-to-end latency against libinput's own client: in alternating rounds, either touchd
                          (uinput write → the action's message on its socket target) or `libinput debug-events`

@@ -10,7 +10,10 @@ import Glibc
 /// - cage turned to portrait (`cage -r`), a landscape 1280×800 panel, `[output]` 800×1280 with `rotation = 90`;
 /// - the same with a `calibration` matrix on the panel's `[[device]]` entry;
 /// - the same output with two landscape panels, each on its own half (`region`);
-/// - `twin_space = "device"` under an unrotated cage: the panel's own coordinates, as before `twin_space` existed.
+/// - `twin_space = "device"` under an unrotated cage: the panel's own coordinates, as before `twin_space` existed;
+/// - and, to show the check tells the spaces apart, `"device"` under `cage -r`: wev gets the raw landscape point
+///   stretched onto the portrait output, as measured before `twin_space` existed, not touchd's; then a reload to
+///   `"output"`, after which touchd makes the twin anew and wev gets touchd's points.
 ///
 /// Needs `scripts/vm/run --gpu` (the virtual output is 1280×800).
 final class CageTwinSpaceRun {
@@ -26,6 +29,11 @@ final class CageTwinSpaceRun {
         /// The panels' names; `[[device]]` entries refer to them.
         var panels: [String]
         var devices: String = ""
+        /// Where wev must get a tap: nil at touchd's point; otherwise computed from the panel point (in pixels of
+        /// the 1280×800 panel), for a case that shows what a twin in the wrong space gives the client.
+        var clientPoint: (@Sendable (_ x: Double, _ y: Double) -> (x: Double, y: Double))? = nil
+        /// After the taps: reload touchd (SIGHUP) with this `twin_space`, and tap again (the twins are made anew).
+        var reloadTo: String? = nil
     }
 
     /// A tap's position on a panel, in its pixels (1280×800, 10 device units each).
@@ -85,7 +93,12 @@ final class CageTwinSpaceRun {
         let device = Case(
             name: "cage, twin_space device", cageTurns: 0, width: 1280, height: 800, rotation: 0,
             twinSpace: "device", panels: ["touchd-e2e landscape panel"])
-        return [portrait, calibrated, two, device]
+        var wrong = portrait
+        wrong.name = "cage -r, rotation 90, twin_space device (the raw point, stretched)"
+        wrong.twinSpace = "device"
+        wrong.clientPoint = { x, y in (x / 1280 * 800, y / 800 * 1280) }
+        wrong.reloadTo = "output"
+        return [portrait, calibrated, two, device, wrong]
     }
 
     func config(_ run: Case) -> String {
@@ -122,6 +135,7 @@ final class CageTwinSpaceRun {
                 do throws(Abort) {
                     try start(run)
                     try check(run)
+                    if let space = run.reloadTo { try reload(run, to: space) }
                 } catch {
                     results.append((run.name, "stopped: \(error.reason)"))
                     daemon?.printTail(30)
@@ -211,6 +225,27 @@ final class CageTwinSpaceRun {
         for panel in panels { try warmUp(panel) }
     }
 
+    /// Rewrites the configuration with `twin_space = space`, reloads touchd with SIGHUP and checks the taps again
+    /// once it has made the twins anew (cage adds each new twin at its first event: the warm-up taps).
+    private func reload(_ run: Case, to space: String) throws(Abort) {
+        guard let daemon else { throw Abort("no touchd to reload") }
+        var next = run
+        next.name = "after a reload to twin_space \(space)"
+        next.twinSpace = space
+        next.clientPoint = nil
+        next.reloadTo = nil
+        let filtered = { daemon.output.since(0).filter { $0.contains("touchscreen filtered") }.count }
+        let before = filtered()
+        try attempt { () throws(DriverError) in try writeFile(scratch.file("twin-space.toml"), self.config(next)) }
+        guard kill(daemon.pid, SIGHUP) == 0 else { throw Abort("kill -HUP touchd: \(describe(errno: errno))") }
+        let remade = poll(until: monotonicNow() + Limits.readiness) {
+            filtered() >= before + run.panels.count ? true : nil
+        }
+        guard remade != nil else { throw Abort("touchd did not make the twins anew: \(daemon.tail(20))") }
+        for panel in panels { try warmUp(panel) }
+        try check(next)
+    }
+
     private func stop() {
         cage?.killAndReap()
         cage = nil
@@ -271,9 +306,12 @@ final class CageTwinSpaceRun {
                     results.append((name, "wev got no down (touchd saw (\(touchdX), \(touchdY)))"))
                     continue
                 }
-                let detail = "touchd (\(format(touchdX)), \(format(touchdY))), wev (\(format(wev.x)), \(format(wev.y)))"
+                var detail = "touchd (\(format(touchdX)), \(format(touchdY))), wev (\(format(wev.x)), \(format(wev.y)))"
+                let expected: (x: Double, y: Double) =
+                    run.clientPoint?(Double(point.x), Double(point.y)) ?? (x: touchdX, y: touchdY)
+                if run.clientPoint != nil { detail += ", expected at wev (\(format(expected.x)), \(format(expected.y)))" }
                 Console.line("twin-space| \(name): \(detail)")
-                let close = abs(wev.x - touchdX) <= Self.tolerance && abs(wev.y - touchdY) <= Self.tolerance
+                let close = abs(wev.x - expected.x) <= Self.tolerance && abs(wev.y - expected.y) <= Self.tolerance
                 results.append((name, close ? nil : "more than \(format(Self.tolerance)) px apart: \(detail)"))
             }
         }
