@@ -129,14 +129,15 @@ extension Configuration {
             return "twin_space = \"device\": the twins report each panel's own device coordinates (touchd's rotation,"
                 + " calibration and region undone), for a compositor that maps and turns touch itself (GNOME, KDE)"
                 + (turned || regions
-                    ? "; a compositor that does not turn touch (cage, sway and labwc without their own matrix) gives the"
-                        + " application other points than touchd's controls: twin_space = \"output\" makes them agree"
+                    ? "; a compositor that does not turn touch (cage; sway and labwc with the touchscreen mapped to no"
+                        + " output) gives the application other points than touchd's controls: twin_space = \"output\""
+                        + " makes them agree"
                     : "")
         case .output:
             return "twin_space = \"output\": the twins report the point touchd's controls see, in coordinates of the"
                 + " \(Self.number(output.width))×\(Self.number(output.height)) output, for a compositor that maps touch"
-                + " onto the output without turning it (cage, sway and labwc without their own matrix); not for GNOME"
-                + " or KDE, which would turn it again"
+                + " onto the output without turning it (cage; sway and labwc with the touchscreen mapped to no output);"
+                + " not for GNOME, KDE or a touchscreen mapped to a turned output, which would turn it again"
         }
     }
 

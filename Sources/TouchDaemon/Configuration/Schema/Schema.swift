@@ -215,7 +215,8 @@ struct FilterKeys: KeyTable {
             + "`rotation`, `calibration` and `region` undone): for a compositor that maps and turns the touchscreen "
             + "itself (GNOME, KDE). `\"output\"` gives the point touchd's controls saw, normalised over the whole "
             + "`[output]`, on axes with the output's size and aspect: for a compositor that maps a touchscreen onto its "
-            + "output without turning it (cage, sway, labwc). See [kiosk.md](kiosk.md#which-twin_space)",
+            + "output without turning it (cage; sway and labwc when the touchscreen is mapped to no output). See "
+            + "[kiosk.md](kiosk.md#which-twin_space)",
         example: "twin_space = \"output\"")
 }
 
