@@ -160,7 +160,7 @@ extension Engine {
         }
     }
 
-    /// The loop's answer to ``Effect/filterDevices(_:cancelWith:)``: what became of each touchscreen it tried
+    /// The loop's answer to ``Effect/filterDevices(_:cancelWith:axes:)``: what became of each touchscreen it tried
     /// (fault-cases.md F5). A refusal is logged when its reason is new, a wait once until it ends.
     mutating func filterApplied(_ results: [(device: DeviceInfo, outcome: GrabOutcome)]) -> [Effect] {
         var effects: [Effect] = []
