@@ -48,7 +48,9 @@ struct OutputAxes: Hashable, Sendable {
     /// The axes for a panel that lands on `mapper.region` of `output`: its width and height in millimetres spread
     /// over the pixels of its region (turned with its rotation) give the size of one output pixel, the mean of the
     /// two axes'.
-    init(output: Configuration.Output, mapper: CoordinateMapper, widthMillimetres: Double?, heightMillimetres: Double?) {
+    init(
+        output: Configuration.Output, mapper: CoordinateMapper, widthMillimetres: Double?, heightMillimetres: Double?
+    ) {
         // The schema keeps the output within 1…32768 pixels: at most 524288 units, well inside Int32.
         func maximum(_ pixels: Double) -> Int32 {
             let units = (min(max(pixels, 1), 32_768) * Double(Self.unitsPerPixel)).rounded()

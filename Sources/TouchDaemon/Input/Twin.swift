@@ -46,7 +46,8 @@ final class Twin {
     /// its events). `calibration` is libinput's matrix for the panel. With ``TwinAxes/output(_:)`` its position axes
     /// (`ABS_MT_POSITION_X/Y`, and `ABS_X/Y` when the panel has them) are the output's.
     init(
-        copying evdev: OpaquePointer, slotCount: Int, calibration: [Double], cancelWith: Configuration.Filter.CancelWith,
+        copying evdev: OpaquePointer, slotCount: Int, calibration: [Double],
+        cancelWith: Configuration.Filter.CancelWith,
         axes: TwinAxes = .device
     )
         throws(Failure)
@@ -63,7 +64,9 @@ final class Twin {
         if case .output(let output) = axes {
             (xInfo, yInfo) = Self.absInfo(output)
             // Every position axis the panel has, multitouch and single-touch alike, becomes the output's.
-            for (code, info) in [(ABS_X, xInfo), (ABS_Y, yInfo), (ABS_MT_POSITION_X, xInfo), (ABS_MT_POSITION_Y, yInfo)]
+            for (code, info) in [
+                (ABS_X, xInfo), (ABS_Y, yInfo), (ABS_MT_POSITION_X, xInfo), (ABS_MT_POSITION_Y, yInfo),
+            ]
             where libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(code)) != 0 {
                 var copy = info
                 libevdev_enable_event_code(evdev, UInt32(EV_ABS), UInt32(code), &copy)

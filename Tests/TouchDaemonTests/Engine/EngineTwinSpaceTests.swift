@@ -100,7 +100,8 @@ struct EngineTwinSpaceTests {
             Self.configuration(width: Int(output.width), height: Int(output.height), rotation: rotation))
         for (x, y) in Self.samples {
             let result = try Self.tap(&driver, at: x, y, axes: axes, output: output)
-            #expect(abs(result.app.x - result.seen.x) < 0.1 && abs(result.app.y - result.seen.y) < 0.1,
+            #expect(
+                abs(result.app.x - result.seen.x) < 0.1 && abs(result.app.y - result.seen.y) < 0.1,
                 "rotation \(rotation), panel (\(x), \(y)): touchd saw \(result.seen), the app gets \(result.app)")
         }
     }
@@ -129,7 +130,8 @@ struct EngineTwinSpaceTests {
         // Inside the margin the matrix moves points by, so that each lands on the output (and the button).
         for (x, y) in [(60.0, 70.0), (940, 80), (70, 930), (500, 500), (730, 210)] {
             let result = try Self.tap(&driver, at: x, y, axes: axes)
-            #expect(abs(result.app.x - result.seen.x) < 0.1 && abs(result.app.y - result.seen.y) < 0.1,
+            #expect(
+                abs(result.app.x - result.seen.x) < 0.1 && abs(result.app.y - result.seen.y) < 0.1,
                 "panel (\(x), \(y)): touchd saw \(result.seen), the app gets \(result.app)")
         }
     }
@@ -177,7 +179,9 @@ struct EngineTwinSpaceTests {
         let effects = driver.engine.reload(
             .loaded(try EngineTests.load(Self.configuration(twinSpace: "output"))), path: "engine.toml",
             now: driver.now)
-        let plans = effects.compactMap { if case .filterDevices(let d, _, let a) = $0 { (d.map(\.id), a) } else { nil } }
+        let plans = effects.compactMap {
+            if case .filterDevices(let d, _, let a) = $0 { (d.map(\.id), a) } else { nil }
+        }
         #expect(plans.count == 1)
         #expect(plans.first?.0 == [1])
         guard case .output = plans.first?.1[1] else {
