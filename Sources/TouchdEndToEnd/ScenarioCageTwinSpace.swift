@@ -9,6 +9,8 @@ import Glibc
 ///
 /// - cage turned to portrait (`cage -r`), a landscape 1280×800 panel, `[output]` 800×1280 with `rotation = 90`;
 /// - the same with a `calibration` matrix on the panel's `[[device]]` entry;
+/// - cage -r with the panel turned by a udev `LIBINPUT_CALIBRATION_MATRIX` (written by name, so the twin has it too)
+///   and touchd's `rotation = 0`: touchd undoes libinput's matrix in what it writes, cage's libinput applies it again;
 /// - the same output with two landscape panels, each on its own half (`region`);
 /// - `twin_space = "device"` under an unrotated cage: the panel's own coordinates, as before `twin_space` existed;
 /// - and, to show the check tells the spaces apart, `"device"` under `cage -r`: wev gets the raw landscape point
@@ -34,6 +36,8 @@ final class CageTwinSpaceRun {
         var clientPoint: (@Sendable (_ x: Double, _ y: Double) -> (x: Double, y: Double))? = nil
         /// After the taps: reload touchd (SIGHUP) with this `twin_space`, and tap again (the twins are made anew).
         var reloadTo: String? = nil
+        /// A udev `LIBINPUT_CALIBRATION_MATRIX` for the panels, by name (so their twins get it too).
+        var udevMatrix: String? = nil
     }
 
     /// A tap's position on a panel, in its pixels (1280×800, 10 device units each).
@@ -75,6 +79,10 @@ final class CageTwinSpaceRun {
             match_name = "touchd-e2e landscape panel"
             calibration = [1.03, 0.02, -0.025, -0.015, 0.96, 0.03]
             """
+        var udev = portrait
+        udev.name = "cage -r, a udev matrix turning the panel, rotation 0, twin_space output"
+        udev.rotation = 0
+        udev.udevMatrix = "0 -1 1 1 0 0"
         var two = portrait
         two.name = "cage -r, two panels each on half of the output, twin_space output"
         two.panels = ["touchd-e2e upper panel", "touchd-e2e lower panel"]
@@ -98,7 +106,7 @@ final class CageTwinSpaceRun {
         wrong.twinSpace = "device"
         wrong.clientPoint = { x, y in (x / 1280 * 800, y / 800 * 1280) }
         wrong.reloadTo = "output"
-        return [portrait, calibrated, two, device, wrong]
+        return [portrait, calibrated, udev, two, device, wrong]
     }
 
     func config(_ run: Case) -> String {
@@ -184,13 +192,32 @@ final class CageTwinSpaceRun {
     static let runtime = "/tmp/touchd-e2e-xdg"
 
     /// The panels, then touchd (which grabs them and makes their twins), then cage with wev: cage reads the twins.
+    static let udevRule = "/run/udev/rules.d/99-touchd-e2e-twin-space.rules"
+
+    /// Writes (or, with nil, removes) the udev rule that gives the panels `matrix`, and has udev read its rules again.
+    private func udevMatrix(_ matrix: String?, for names: [String]) throws(Abort) {
+        if let matrix {
+            try tool(["/bin/mkdir", "-p", "/run/udev/rules.d"])
+            let rules = names.map {
+                #"SUBSYSTEM=="input", KERNEL=="event*", ATTRS{name}=="\#($0)", ENV{LIBINPUT_CALIBRATION_MATRIX}="\#(matrix)""#
+            }
+            try attempt { () throws(DriverError) in try writeFile(Self.udevRule, rules.joined(separator: "\n") + "\n") }
+        } else {
+            unlink(Self.udevRule)
+        }
+        try tool(["/bin/udevadm", "control", "--reload"])
+    }
+
     private func start(_ run: Case) throws(Abort) {
+        if let matrix = run.udevMatrix { try udevMatrix(matrix, for: run.panels) }
         for name in run.panels {
             panels.append(
                 try attempt { () throws(DriverError) in
                     try VirtualTouchscreen(name: name, verbose: options.verbose, maximumX: 12_799, maximumY: 7_999)
                 })
         }
+        // udev must have tagged the panels (a touchscreen, its matrix) before touchd's libinput looks at them.
+        try tool(["/bin/udevadm", "settle", "--timeout=20"])
         sleep(microseconds: 500_000)
         let config = scratch.file("twin-space.toml")
         try attempt { () throws(DriverError) in try writeFile(config, self.config(run)) }
@@ -202,11 +229,18 @@ final class CageTwinSpaceRun {
                 executable: touchd, arguments: ["run", "--config", config], environment: [:],
                 removing: Scenario.scrubbedEnvironment, echoPrefix: options.verbose ? "touchd| " : nil)
         }
-        let filtering = poll(until: monotonicNow() + Limits.readiness) { () -> Bool? in
+        // Three times the readiness bound: the emulated guest shares a loaded host, and at a case's start touchd, udev
+        // and the previous case's teardown all compete for it (touchd had filtered, idle in epoll_wait, when a 15 s
+        // wait gave up).
+        let filtering = poll(until: monotonicNow() + 3 * Limits.readiness) { () -> Bool? in
             let lines = daemon?.output.since(0).filter { $0.contains("touchscreen filtered") } ?? []
             return lines.count >= run.panels.count ? true : nil
         }
-        guard filtering != nil else { throw Abort("touchd did not filter the panels: \(daemon?.tail(20) ?? [])") }
+        guard filtering != nil else {
+            throw Abort(
+                "touchd did not filter the panels: \(daemon?.tail(20) ?? []); its threads: \(threadStates(daemon?.pid))"
+            )
+        }
         cage = try attempt { () throws(DriverError) in
             try Daemon(
                 executable: "/usr/bin/setpriv",
@@ -238,7 +272,7 @@ final class CageTwinSpaceRun {
         let before = filtered()
         try attempt { () throws(DriverError) in try writeFile(scratch.file("twin-space.toml"), self.config(next)) }
         guard kill(daemon.pid, SIGHUP) == 0 else { throw Abort("kill -HUP touchd: \(describe(errno: errno))") }
-        let remade = poll(until: monotonicNow() + Limits.readiness) {
+        let remade = poll(until: monotonicNow() + 3 * Limits.readiness) {
             filtered() >= before + run.panels.count ? true : nil
         }
         guard remade != nil else { throw Abort("touchd did not make the twins anew: \(daemon.tail(20))") }
@@ -246,7 +280,20 @@ final class CageTwinSpaceRun {
         try check(next)
     }
 
+    /// Where each thread of `pid` waits (`/proc/PID/task/*/comm`, `stat`'s state and `wchan`), for a failure report.
+    private func threadStates(_ pid: pid_t?) -> String {
+        guard let pid else { return "no process" }
+        let listed = Tool.run(
+            [
+                "/bin/sh", "-c",
+                "cd /proc/\(pid)/task && for t in *; do "
+                    + "echo \"$t $(cat $t/comm) $(cut -d' ' -f3 $t/stat) $(cat $t/wchan)\"; done",
+            ], verbose: false)
+        return listed.output.joined(separator: "; ")
+    }
+
     private func stop() {
+        if access(Self.udevRule, F_OK) == 0 { try? udevMatrix(nil, for: []) }
         cage?.killAndReap()
         cage = nil
         daemon?.killAndReap()
@@ -309,7 +356,9 @@ final class CageTwinSpaceRun {
                 var detail = "touchd (\(format(touchdX)), \(format(touchdY))), wev (\(format(wev.x)), \(format(wev.y)))"
                 let expected: (x: Double, y: Double) =
                     run.clientPoint?(Double(point.x), Double(point.y)) ?? (x: touchdX, y: touchdY)
-                if run.clientPoint != nil { detail += ", expected at wev (\(format(expected.x)), \(format(expected.y)))" }
+                if run.clientPoint != nil {
+                    detail += ", expected at wev (\(format(expected.x)), \(format(expected.y)))"
+                }
                 Console.line("twin-space| \(name): \(detail)")
                 let close = abs(wev.x - expected.x) <= Self.tolerance && abs(wev.y - expected.y) <= Self.tolerance
                 results.append((name, close ? nil : "more than \(format(Self.tolerance)) px apart: \(detail)"))
