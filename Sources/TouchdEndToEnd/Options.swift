@@ -16,6 +16,8 @@ struct Options: Equatable {
     var filter = false
     /// Filter mode under cage with wev (ScenarioCage.swift); needs scripts/vm/run --gpu.
     var cage = false
+    /// With `cage`: `[filter] twin_space` under cage (ScenarioCageTwinSpace.swift) instead of the admin press.
+    var twinSpace = false
     /// touchd against `libinput debug-events` in alternating rounds (ScenarioLatency.swift).
     var compareLibinput = false
     /// A panel created while touchd starts, at several delays (ScenarioStartup.swift).
@@ -55,6 +57,7 @@ struct Options: Equatable {
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH] [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
+               touchd-e2e --cage --twin-space --touchd PATH [--verbose]
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
                touchd-e2e --busy-target --touchd PATH [--yield-on-send] [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
@@ -85,6 +88,11 @@ struct Options: Equatable {
           --cage         filter mode under a real compositor and client: cage (its DRM backend, through seatd)
                          showing wev; needs the VM's GPU: scripts/vm/run --gpu; with --systemd-unit, touchd is
                          the installed touchd.service: scripts/vm/run --gpu --systemd
+          --twin-space   with --cage (not under systemd): [filter] twin_space instead: under cage turned to
+                         portrait (-r) with twin_space = "output" (a landscape panel with rotation 90, the same with
+                         a calibration matrix, two panels each on half of the output) and under an unrotated cage
+                         with "device", wev must get each tap within 3 px of the point touchd's controls saw;
+                         and "device" under cage -r, where wev must get the raw point stretched (the control case)
           --compare-libinput
                          end-to-end latency against libinput's own client: in alternating rounds, either touchd
                          (uinput write → the action's message on its socket target) or `libinput debug-events`
@@ -178,6 +186,7 @@ struct Options: Equatable {
             case "--systemd-unit": options.systemdUnit = true
             case "--filter": options.filter = true
             case "--cage": options.cage = true
+            case "--twin-space": options.twinSpace = true
             case "--compare-libinput": options.compareLibinput = true
             case "--startup-sweep": options.startupSweep = true
             case "--sweep-rounds":
@@ -219,6 +228,9 @@ struct Options: Equatable {
                 "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput, "
                     + "--startup-sweep and --busy-target are separate runs; give one of them"
             )
+        }
+        if options.twinSpace, !options.cage || options.systemdUnit {
+            throw UsageError("--twin-space goes with --cage, not under --systemd-unit")
         }
         if options.yieldOnSend,
             (!options.busyTarget && !options.filter) || options.systemdUnit || options.startupSweep

@@ -59,7 +59,11 @@ final class VirtualTouchscreen {
     /// While ``encode(_:)`` runs: the events that `emit` collects instead of writing them.
     private var batch: [input_event]?
 
-    init(name: String, verbose: Bool, kind: Kind = .multitouch) throws(DriverError) {
+    /// `maximumX`, `maximumY`: the position axes' maxima, square 0…9999 unless given (a landscape panel of 1280×800
+    /// pixels at 10 units each has 12799 and 7999: 320 × 200 mm).
+    init(
+        name: String, verbose: Bool, kind: Kind = .multitouch, maximumX: Int32 = maximum, maximumY: Int32 = maximum
+    ) throws(DriverError) {
         self.name = name
         self.verbose = verbose
         self.kind = kind
@@ -73,7 +77,8 @@ final class VirtualTouchscreen {
         libevdev_enable_event_type(device, UInt32(EV_KEY))
         libevdev_enable_event_code(device, UInt32(EV_KEY), UInt32(BTN_TOUCH), nil)
         libevdev_enable_event_type(device, UInt32(EV_ABS))
-        let position = input_absinfo(value: 0, minimum: 0, maximum: Self.maximum, fuzz: 0, flat: 0, resolution: 40)
+        let position = input_absinfo(value: 0, minimum: 0, maximum: maximumX, fuzz: 0, flat: 0, resolution: 40)
+        let positionY = input_absinfo(value: 0, minimum: 0, maximum: maximumY, fuzz: 0, flat: 0, resolution: 40)
         let slot = input_absinfo(value: 0, minimum: 0, maximum: Self.slots - 1, fuzz: 0, flat: 0, resolution: 0)
         let tracking = input_absinfo(value: 0, minimum: 0, maximum: 65535, fuzz: 0, flat: 0, resolution: 0)
         let flat = input_absinfo(value: 0, minimum: 0, maximum: 0, fuzz: 0, flat: 0, resolution: 40)
@@ -81,17 +86,19 @@ final class VirtualTouchscreen {
         switch kind {
         case .multitouch:
             axes = [
-                (ABS_X, position), (ABS_Y, position), (ABS_MT_SLOT, slot),
-                (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, position), (ABS_MT_TRACKING_ID, tracking),
+                (ABS_X, position), (ABS_Y, positionY), (ABS_MT_SLOT, slot),
+                (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, positionY), (ABS_MT_TRACKING_ID, tracking),
             ]
         case .singleTouch:
-            axes = [(ABS_X, position), (ABS_Y, position)]
+            axes = [(ABS_X, position), (ABS_Y, positionY)]
         case .protocolA:
-            axes = [(ABS_X, position), (ABS_Y, position), (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, position)]
+            axes = [
+                (ABS_X, position), (ABS_Y, positionY), (ABS_MT_POSITION_X, position), (ABS_MT_POSITION_Y, positionY),
+            ]
         case .brokenAxes:
             axes = [
-                (ABS_X, flat), (ABS_Y, position), (ABS_MT_SLOT, slot),
-                (ABS_MT_POSITION_X, flat), (ABS_MT_POSITION_Y, position), (ABS_MT_TRACKING_ID, tracking),
+                (ABS_X, flat), (ABS_Y, positionY), (ABS_MT_SLOT, slot),
+                (ABS_MT_POSITION_X, flat), (ABS_MT_POSITION_Y, positionY), (ABS_MT_TRACKING_ID, tracking),
             ]
         }
         for (code, info) in axes {

@@ -14,12 +14,14 @@ if options.help {
     exit(0)
 }
 Watchdog.installSignalHandlers()
-// A filter run as a child also makes the busy-target pairs and the latency rounds of three readers, idle and busy.
+// A filter run as a child also makes the busy-target pairs and the latency rounds of three readers, idle and busy;
+// the twin_space run starts cage and touchd once per case.
 Watchdog.start(
     limit: options.systemdUnit
         ? Limits.systemdUnitRun
         : options.startupSweep
-            ? StartupSweep.limit(rounds: options.sweepRounds) : options.filter ? 2 * Limits.global : Limits.global)
+            ? StartupSweep.limit(rounds: options.sweepRounds)
+            : options.filter || options.twinSpace ? 2 * Limits.global : Limits.global)
 
 if options.selfTest {
     let status = SelfTest(options: options).run()
@@ -34,6 +36,11 @@ guard let touchd = options.touchd, access(touchd, X_OK) == 0 else {
 if !options.withoutTouchscreen, let reason = VirtualTouchscreen.unavailableReason() {
     Console.line("touchd-e2e: SKIP: \(reason)")
     exit(77)
+}
+if options.cage && options.twinSpace {
+    let status = CageTwinSpaceRun(options: options, touchd: touchd).run()
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
 }
 if options.cage {
     let status = CageRun(options: options, touchd: touchd).run()

@@ -203,4 +203,14 @@ struct EndToEndTests {
         try await Self.runDriver(
             "filter mode under cage", vm: ["--gpu", "--timeout", "600"], driver: ["--cage"], needs: ["cage", "wev"])
     }
+
+    /// `[filter] twin_space` under cage (ScenarioCageTwinSpace.swift): with cage turned to portrait and
+    /// `twin_space = "output"`, wev gets each tap where touchd's controls saw it (a rotated panel, a calibrated one, two
+    /// panels on halves of the output); with `"device"` under an unrotated cage, as before.
+    @Test("the twin in output space under cage with a real client, in the VM", .timeLimit(.minutes(10)))
+    func twinSpaceUnderCage() async throws {
+        try await Self.runDriver(
+            "twin_space under cage", vm: ["--gpu", "--timeout", "600"], driver: ["--cage", "--twin-space"],
+            needs: ["cage", "wev"])
+    }
 }

@@ -112,11 +112,33 @@ extension Configuration {
             }
             parts.append("claimed touches end as a \(filter.cancelWith == .lift ? "lift" : "palm cancel")")
             lines.append(parts.joined(separator: ", "))
+            lines.append(twinSpaceSummary)
         }
         if !applicationEvents.isEmpty {
             lines.append("application events: \(applicationEvents.keys.sorted().joined(separator: ", "))")
         }
         return lines
+    }
+
+    /// What `[filter] twin_space` means for the compositor (docs/kiosk.md, "Which twin_space").
+    var twinSpaceSummary: String {
+        let turned = output.rotation != .normal || devices.contains { ($0.rotation ?? .normal) != .normal }
+        let regions = devices.contains { $0.region != nil }
+        switch filter.twinSpace {
+        case .device:
+            return "twin_space = \"device\": the twins report each panel's own device coordinates (touchd's rotation,"
+                + " calibration and region undone), for a compositor that maps and turns touch itself (GNOME, KDE)"
+                + (turned || regions
+                    ? "; a compositor that does not turn touch (cage; sway and labwc with the touchscreen mapped to no"
+                        + " output) gives the application other points than touchd's controls: twin_space = \"output\""
+                        + " makes them agree"
+                    : "")
+        case .output:
+            return "twin_space = \"output\": the twins report the point touchd's controls see, in coordinates of the"
+                + " \(Self.number(output.width))×\(Self.number(output.height)) output, for a compositor that maps touch"
+                + " onto the output without turning it (cage; sway and labwc with the touchscreen mapped to no output);"
+                + " not for GNOME, KDE or a touchscreen mapped to a turned output, which would turn it again"
+        }
     }
 
     static func number(_ value: Double) -> String {

@@ -163,7 +163,7 @@ enum Manual {
             .TP
             .I /usr/share/doc/touchd/
             configuration.md (every key), operations.md (running it under systemd), security.md, kiosk.md (filter \
-            mode), and examples.
+            mode, and which \\fB[filter] twin_space\\fR each compositor wants), and examples.
             .SH SEE ALSO
             .BR systemctl (1),
             .BR journalctl (1),

@@ -88,6 +88,14 @@ struct Configuration: Sendable {
             case palm
         }
 
+        /// The coordinates a twin reports (docs/kiosk.md, "Which twin_space").
+        enum TwinSpace: String, Hashable, Sendable, CaseIterable {
+            /// The panel's own device coordinates: touchd's mapping and libinput's matrix undone.
+            case device
+            /// The output's coordinates, normalised over the whole `[output]`: touchd's whole mapping applied.
+            case output
+        }
+
         /// Grab the touchscreens touchd uses and forward what the application should see.
         var enabled = Schema.filter.enabled.defaultValue
         /// The most touches the application has down at once; 0 for no limit.
@@ -95,6 +103,7 @@ struct Configuration: Sendable {
         /// After this long with nothing down, in microseconds, the next touch is touchd's alone; 0 never.
         var swallowAfterIdle = Schema.filter.swallowAfterIdle.defaultValue
         var cancelWith = Schema.filter.cancelWith.defaultValue
+        var twinSpace = Schema.filter.twinSpace.defaultValue
 
         /// The scene's settings for the application; nil when the filter is off.
         var app: AppSettings? {

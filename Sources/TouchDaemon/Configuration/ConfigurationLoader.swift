@@ -306,7 +306,7 @@ private struct Decoder {
         }
         return Configuration.Filter(
             enabled: enabled, appMaxContacts: appMaxContacts, swallowAfterIdle: table[keys.swallowAfterIdle],
-            cancelWith: table[keys.cancelWith])
+            cancelWith: table[keys.cancelWith], twinSpace: table[keys.twinSpace])
     }
 
     /// `[filter] swallow_after_idle_s` and `[idle] timeout_s` both count from the last lift (Engine+Idle.swift,

@@ -271,9 +271,9 @@ final class Daemon {
             break  // only an observer asks for them (the engine is not made with observesOutput here)
         case .reloadConfiguration(let requester):
             reloadRequesters.append(requester)
-        case .filterDevices(let devices, let cancelWith):
+        case .filterDevices(let devices, let cancelWith, let axes):
             guard let input else { return }
-            perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith)))
+            perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith, axes: axes)))
         case .forward(let frame):
             // Same loop turn as the input frame: no thread hop on the application's path.
             if let code = input?.forward(frame) {

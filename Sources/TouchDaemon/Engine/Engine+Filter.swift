@@ -10,8 +10,9 @@ struct TwinChange: Hashable, Sendable {
     var phase: AppTouchRecord.Phase
     /// The device's own slot where the contact went down (−1 on single-touch devices): the twin keeps it when free.
     var slot: Int
-    /// The position normalised to 0…1 on each axis of the device, as libinput reports it (its calibration applied);
-    /// nil for lifts and cancels.
+    /// The position normalised to 0…1 on each axis of the twin's space (``TwinAxes``), as libinput reports it (its
+    /// calibration applied): of the device with `[filter] twin_space = "device"`, of the whole output with
+    /// `"output"`. Nil for lifts and cancels.
     var x: Double?
     var y: Double?
 }
@@ -20,6 +21,63 @@ struct TwinChange: Hashable, Sendable {
 struct TwinFrame: Hashable, Sendable {
     var device: Int
     var changes: [TwinChange]
+}
+
+/// The axes of a touchscreen's twin, as the engine plans them from `[filter] twin_space` (docs/kiosk.md, "Which
+/// twin_space").
+enum TwinAxes: Hashable, Sendable {
+    /// The panel's own axes, ranges and resolutions: positions in its device coordinates.
+    case device
+    /// The output's: positions normalised over the whole `[output]`.
+    case output(OutputAxes)
+}
+
+/// An output-space twin's position axes: `ABS_MT_POSITION_X` (and `ABS_X`) from 0 to `xMaximum`, `Y` from 0 to
+/// `yMaximum`, ``unitsPerPixel`` units per output pixel on both, so that the ranges have the output's aspect, and one
+/// resolution for both that gives the output's physical size as the panel measures it.
+struct OutputAxes: Hashable, Sendable {
+    /// Sixteen units per pixel: a compositor that scales the twin's range onto the output lands within 1/32 pixel of
+    /// touchd's point (rounding to whole units), far below a finger's width.
+    static let unitsPerPixel: Int32 = 16
+    var xMaximum: Int32
+    var yMaximum: Int32
+    /// Units per millimetre; 0 when the panel reports no physical size (the twin then reports none either, as the
+    /// panel does).
+    var resolution: Int32
+
+    /// The axes for a panel that lands on `mapper.region` of `output`: its width and height in millimetres spread
+    /// over the pixels of its region (turned with its rotation) give the size of one output pixel, the mean of the
+    /// two axes'.
+    init(
+        output: Configuration.Output, mapper: CoordinateMapper, widthMillimetres: Double?, heightMillimetres: Double?
+    ) {
+        // The schema keeps the output within 1…32768 pixels: at most 524288 units, well inside Int32.
+        func maximum(_ pixels: Double) -> Int32 {
+            let units = (min(max(pixels, 1), 32_768) * Double(Self.unitsPerPixel)).rounded()
+            return Int32(exactly: units - 1) ?? Self.unitsPerPixel - 1
+        }
+        xMaximum = maximum(output.width)
+        yMaximum = maximum(output.height)
+        resolution = 0
+        guard let width = widthMillimetres, let height = heightMillimetres, width > 0, height > 0,
+            mapper.region.width > 0, mapper.region.height > 0
+        else { return }
+        // A panel turned by 90° or 270° spans the region's height with its width.
+        let turned = mapper.rotation == .right || mapper.rotation == .left
+        let alongX = (turned ? height : width) / mapper.region.width
+        let alongY = (turned ? width : height) / mapper.region.height
+        let pixel = (alongX + alongY) / 2
+        let perMillimetre = (Double(Self.unitsPerPixel) / pixel).rounded()
+        guard perMillimetre.isFinite else { return }
+        resolution = Int32(exactly: min(max(perMillimetre, 1), 1_000_000)) ?? 0
+    }
+
+    /// A position in output pixels, normalised over the whole output (what the twin's axes carry); nil when it is not
+    /// finite. Positions off the output stay off it: the twin clamps them to its axes.
+    static func normalised(_ point: Point, on output: Configuration.Output) -> (x: Double, y: Double)? {
+        guard point.isFinite, output.width > 0, output.height > 0 else { return nil }
+        return (point.x / output.width, point.y / output.height)
+    }
 }
 
 /// What the loop did with a touchscreen filter mode wants: grabbed it and gave it a twin; left it alone for now because
@@ -36,6 +94,7 @@ struct FilterState: Sendable {
     /// The touchscreens last handed to the loop to grab, and the cancel style, as last planned.
     var planned: [Int] = []
     var plannedCancel: Configuration.Filter.CancelWith?
+    var plannedAxes: [Int: TwinAxes] = [:]
     /// The touchscreens that are grabbed and have a twin: only their touches are forwarded.
     var filtered: SmallSet<Int> = []
     /// Touchscreens that could not be filtered, and why (shown in the status).
@@ -57,20 +116,53 @@ extension Engine {
         let wanted = configuration.filter.enabled ? router.touchscreens : []
         let ids = wanted.map(\.id)
         let cancel = configuration.filter.cancelWith
+        let axes = twinAxes(for: wanted)
         let retrying = retry && !filter.refused.isEmpty && !wanted.isEmpty
-        guard ids != filter.planned || (!wanted.isEmpty && filter.plannedCancel != cancel) || retrying
+        guard
+            ids != filter.planned || (!wanted.isEmpty && (filter.plannedCancel != cancel || filter.plannedAxes != axes))
+                || retrying
         else { return }
         // A first plan with nothing to grab says nothing: the filter was never on.
         if wanted.isEmpty && filter.plannedCancel == nil { return }
         filter.planned = ids
         filter.plannedCancel = cancel
-        filter.filtered.removeAll { !ids.contains($0) }
+        // A twin whose axes change is made anew (the loop reports it grabbed again, or waiting, or refused).
+        let previous = filter.plannedAxes
+        filter.filtered.removeAll { id in !ids.contains(id) || (previous[id] != nil && previous[id] != axes[id]) }
+        filter.plannedAxes = axes
         filter.refused = filter.refused.filter { ids.contains($0.key) }
         filter.waiting = filter.waiting.filter { ids.contains($0.key) }
-        effects.append(.filterDevices(wanted, cancelWith: cancel))
+        effects.append(.filterDevices(wanted, cancelWith: cancel, axes: axes))
     }
 
-    /// The loop's answer to ``Effect/filterDevices(_:cancelWith:)``: what became of each touchscreen it tried
+    /// The axes of each touchscreen's twin under the configuration's `[filter] twin_space`.
+    func twinAxes(for devices: [DeviceInfo]) -> [Int: TwinAxes] {
+        var axes: [Int: TwinAxes] = [:]
+        for device in devices {
+            switch configuration.filter.twinSpace {
+            case .device:
+                axes[device.id] = .device
+            case .output:
+                let mapper = router.mapper(for: device.id) ?? CoordinateMapper(output: configuration.output)
+                axes[device.id] = .output(
+                    OutputAxes(
+                        output: configuration.output, mapper: mapper, widthMillimetres: device.widthMillimetres,
+                        heightMillimetres: device.heightMillimetres))
+            }
+        }
+        return axes
+    }
+
+    /// Where the twin of `device` reports a touch at `point` (output pixels), normalised over the twin's space:
+    /// touchd's mapping undone for `"device"`, the output's own coordinates for `"output"`.
+    func twinPosition(of point: Point, on device: Int) -> (x: Double, y: Double)? {
+        switch configuration.filter.twinSpace {
+        case .device: router.devicePosition(of: point, on: device)
+        case .output: OutputAxes.normalised(point, on: configuration.output)
+        }
+    }
+
+    /// The loop's answer to ``Effect/filterDevices(_:cancelWith:axes:)``: what became of each touchscreen it tried
     /// (fault-cases.md F5). A refusal is logged when its reason is new, a wait once until it ends.
     mutating func filterApplied(_ results: [(device: DeviceInfo, outcome: GrabOutcome)]) -> [Effect] {
         var effects: [Effect] = []
@@ -104,6 +196,7 @@ extension Engine {
                 filter.refused[device.id] = nil
                 filter.waiting[device.id] = nil
                 metadata[MessageID.metadataKey] = "\(MessageID.filterStarted)"
+                metadata["twin_space"] = "\(configuration.filter.twinSpace.rawValue)"
                 effects.append(.log(.info, "touchscreen filtered: the application reads its twin", metadata))
             }
         }
@@ -122,7 +215,10 @@ extension Engine {
         }
         filter.waiting = filter.waiting.filter { id, _ in filter.planned.contains(id) }
         guard !filter.waiting.isEmpty else { return [] }
-        return [.filterDevices(router.touchscreens, cancelWith: configuration.filter.cancelWith)]
+        let devices = router.touchscreens
+        return [
+            .filterDevices(devices, cancelWith: configuration.filter.cancelWith, axes: twinAxes(for: devices))
+        ]
     }
 
     /// The filter's part of the status: how many touchscreens are filtered, and which could not be, and why.
@@ -156,7 +252,7 @@ extension Engine {
         }
         let change: TwinChange
         if let location {
-            let position = router.devicePosition(of: location, on: device)
+            let position = twinPosition(of: location, on: device)
             change = TwinChange(touch: touch, phase: .move, slot: -1, x: position?.x, y: position?.y)
         } else {
             filter.following[contact] = nil
@@ -193,7 +289,7 @@ extension Engine {
                 if record.phase == .up || record.phase == .cancel { filter.touchDevice[appTouch] = nil }
             }
             guard filter.filtered.contains(device) else { continue }
-            let position = record.location.flatMap { router.devicePosition(of: $0, on: device) }
+            let position = record.location.flatMap { twinPosition(of: $0, on: device) }
             let change = TwinChange(
                 touch: appTouch, phase: record.phase, slot: slot, x: position?.x, y: position?.y)
             if let index = frames.firstIndex(where: { $0.device == device }) {

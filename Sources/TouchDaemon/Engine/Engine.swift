@@ -4,8 +4,9 @@ import TouchModel
 /// What the daemon must do, as a value: the engine decides, the loop around it does it.
 enum Effect: Sendable {
     /// Filter mode: grab exactly these touchscreens and give each a twin; release every other grab and remove its
-    /// twin (an empty list turns the filter off). The loop answers with ``Engine/filterApplied(_:)``.
-    case filterDevices([DeviceInfo], cancelWith: Configuration.Filter.CancelWith)
+    /// twin (an empty list turns the filter off), with the axes each twin has (``TwinAxes``: a twin whose axes change
+    /// is made anew). The loop answers with ``Engine/filterApplied(_:)``.
+    case filterDevices([DeviceInfo], cancelWith: Configuration.Filter.CancelWith, axes: [Int: TwinAxes])
     /// Filter mode: one frame of what the application sees, for a touchscreen's twin.
     case forward(TwinFrame)
     /// Hand an action to its target's executor. `fromInput`: it was caused by an input event (so its time is a

@@ -26,17 +26,22 @@ extension LibinputContext {
         }
     }
 
-    /// Grabs exactly `devices` and gives each a twin; releases every other grab and removes its twin. Returns what
-    /// became of each device it tried: grabbed, waiting for the contacts on it to lift, or refused with the problem.
-    func applyFilter(_ devices: [DeviceInfo], cancelWith: Configuration.Filter.CancelWith) -> [(
-        device: DeviceInfo, outcome: GrabOutcome
-    )] {
+    /// Grabs exactly `devices` and gives each a twin with its `axes` (the device's own when absent); releases every
+    /// other grab and removes its twin, and makes anew a twin whose axes change (the compositor ends its touches, as
+    /// for an unplugged panel). Returns what became of each device it tried: grabbed, waiting for the contacts on it
+    /// to lift, or refused with the problem.
+    func applyFilter(
+        _ devices: [DeviceInfo], cancelWith: Configuration.Filter.CancelWith, axes: [Int: TwinAxes] = [:]
+    ) -> [(device: DeviceInfo, outcome: GrabOutcome)] {
         let wanted = Set(devices.map(\.id))
-        for id in filtered.keys.sorted() where !wanted.contains(id) { release(id) }
+        for id in filtered.keys.sorted()
+        where !wanted.contains(id) || filtered[id]?.twin.axes != (axes[id] ?? .device) {
+            release(id)
+        }
         for entry in filtered.values { entry.twin.cancelWith = cancelWith }
         var results: [(device: DeviceInfo, outcome: GrabOutcome)] = []
         for device in devices where filtered[device.id] == nil {
-            results.append((device, grab(device, cancelWith: cancelWith)))
+            results.append((device, grab(device, cancelWith: cancelWith, axes: axes[device.id] ?? .device)))
         }
         return results
     }
@@ -51,7 +56,9 @@ extension LibinputContext {
         for id in filtered.keys.sorted() { release(id) }
     }
 
-    private func grab(_ device: DeviceInfo, cancelWith: Configuration.Filter.CancelWith) -> GrabOutcome {
+    private func grab(_ device: DeviceInfo, cancelWith: Configuration.Filter.CancelWith, axes: TwinAxes)
+        -> GrabOutcome
+    {
         guard let node = device.devnode, let fd = nodes.opened[node],
             let handle = devices.first(where: { $0.value.id == device.id })?.key
         else { return .refused("touchd holds no descriptor for it") }
@@ -90,7 +97,7 @@ extension LibinputContext {
         do {
             let twin = try Twin(
                 copying: evdev, slotCount: max(device.touchCount, 1), calibration: matrix.map(Double.init),
-                cancelWith: cancelWith)
+                cancelWith: cancelWith, axes: axes)
             if let twinNode = twin.devnode { nodes.twins.insert(twinNode) }
             filtered[device.id] = (evdev, twin)
             return .grabbed

@@ -9,6 +9,9 @@ import Glibc
 /// tool type turned to `MT_TOOL_PALM` (libinput's TOUCH_CANCEL) or a lift, and a new contact turns it back to
 /// `MT_TOOL_FINGER` (libinput ignores a palm's slot until then).
 ///
+/// With `[filter] twin_space = "output"` its position axes are the output's (``OutputAxes``) instead of the panel's:
+/// the engine hands it positions normalised over the whole output, touchd's whole mapping applied.
+///
 /// Owned by the input thread. Destroying it (deinit) removes the virtual device; libinput in the compositor cancels
 /// the contacts it still had down.
 final class Twin {
@@ -23,6 +26,8 @@ final class Twin {
     let devnode: String?
     /// How the application's copy of a touch ends when touchd claims it; a reload may change it.
     var cancelWith: Configuration.Filter.CancelWith
+    /// The space its positions are in; a twin whose axes change is made anew.
+    let axes: TwinAxes
     private let x: (minimum: Int32, maximum: Int32)
     private let y: (minimum: Int32, maximum: Int32)
     /// Whether the panel has single-touch axes to keep in step (`ABS_X`/`ABS_Y`).
@@ -38,9 +43,12 @@ final class Twin {
     private(set) var droppedChanges = 0
 
     /// Makes the twin of the panel behind `evdev` (a libevdev device on touchd's descriptor, capabilities read, never
-    /// its events). `calibration` is libinput's matrix for the panel.
+    /// its events). `calibration` is libinput's matrix for the panel. With ``TwinAxes/output(_:)`` its position axes
+    /// (`ABS_MT_POSITION_X/Y`, and `ABS_X/Y` when the panel has them) are the output's.
     init(
-        copying evdev: OpaquePointer, slotCount: Int, calibration: [Double], cancelWith: Configuration.Filter.CancelWith
+        copying evdev: OpaquePointer, slotCount: Int, calibration: [Double],
+        cancelWith: Configuration.Filter.CancelWith,
+        axes: TwinAxes = .device
     )
         throws(Failure)
     {
@@ -48,10 +56,22 @@ final class Twin {
             libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_POSITION_X)) != 0 ? ABS_MT_POSITION_X : ABS_X)
         let yCode = UInt32(
             libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_POSITION_Y)) != 0 ? ABS_MT_POSITION_Y : ABS_Y)
-        guard let xInfo = libevdev_get_abs_info(evdev, xCode)?.pointee,
-            let yInfo = libevdev_get_abs_info(evdev, yCode)?.pointee, xInfo.maximum > xInfo.minimum,
+        guard var xInfo = libevdev_get_abs_info(evdev, xCode)?.pointee,
+            var yInfo = libevdev_get_abs_info(evdev, yCode)?.pointee, xInfo.maximum > xInfo.minimum,
             yInfo.maximum > yInfo.minimum
         else { throw Failure(description: "the panel has no usable position axes") }
+        self.axes = axes
+        if case .output(let output) = axes {
+            (xInfo, yInfo) = Self.absInfo(output)
+            // Every position axis the panel has, multitouch and single-touch alike, becomes the output's.
+            for (code, info) in [
+                (ABS_X, xInfo), (ABS_Y, yInfo), (ABS_MT_POSITION_X, xInfo), (ABS_MT_POSITION_Y, yInfo),
+            ]
+            where libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(code)) != 0 {
+                var copy = info
+                libevdev_enable_event_code(evdev, UInt32(EV_ABS), UInt32(code), &copy)
+            }
+        }
         x = (xInfo.minimum, xInfo.maximum)
         y = (yInfo.minimum, yInfo.maximum)
         hasSingleTouchAxes = libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_X)) != 0
@@ -191,6 +211,15 @@ final class Twin {
             append(EV_ABS, ABS_X, valueX)
             append(EV_ABS, ABS_Y, valueY)
         }
+    }
+
+    /// The position axes of an output-space twin: 0…maximum at the output's resolution, without the panel's fuzz
+    /// (its noise threshold in the panel's units, which the engine's positions no longer carry).
+    static func absInfo(_ axes: OutputAxes) -> (x: input_absinfo, y: input_absinfo) {
+        (
+            input_absinfo(value: 0, minimum: 0, maximum: axes.xMaximum, fuzz: 0, flat: 0, resolution: axes.resolution),
+            input_absinfo(value: 0, minimum: 0, maximum: axes.yMaximum, fuzz: 0, flat: 0, resolution: axes.resolution)
+        )
     }
 
     /// libinput's normalisation undone: value = n · (maximum − minimum + 1) + minimum, rounded and kept in range.

@@ -22,7 +22,7 @@ struct EngineFilterTests {
     }
 
     static func plans(_ effects: [Effect]) -> [[Int]] {
-        effects.compactMap { if case .filterDevices(let devices, _) = $0 { devices.map(\.id) } else { nil } }
+        effects.compactMap { if case .filterDevices(let devices, _, _) = $0 { devices.map(\.id) } else { nil } }
     }
 
     static func frames(_ effects: [Effect]) -> [TwinFrame] {
@@ -141,7 +141,7 @@ struct EngineFilterTests {
             .loaded(try EngineHarness.load(Self.configuration(cancelWith: "palm"))), path: "engine.toml",
             now: driver.now)
         let plans = effects.compactMap {
-            if case .filterDevices(let devices, let style) = $0 { (devices.map(\.id), style) } else { nil }
+            if case .filterDevices(let devices, let style, _) = $0 { (devices.map(\.id), style) } else { nil }
         }
         #expect(plans.count == 1)
         #expect(plans.first?.0 == [1] && plans.first?.1 == .palm)

@@ -209,6 +209,15 @@ struct FilterKeys: KeyTable {
             + "which Weston, GNOME and KDE pass on as `wl_touch.cancel` but cage drops (its touch point would stay "
             + "down)",
         example: "cancel_with = \"palm\"")
+    let twinSpace = Setting(
+        "twin_space", .choice, default: Configuration.Filter.TwinSpace.device,
+        doc: "the coordinates each twin reports. `\"device\"` gives the panel's own device coordinates (touchd's "
+            + "`rotation`, `calibration` and `region` undone): for a compositor that maps and turns the touchscreen "
+            + "itself (GNOME, KDE). `\"output\"` gives the point touchd's controls saw, normalised over the whole "
+            + "`[output]`, on axes with the output's size and aspect: for a compositor that maps a touchscreen onto its "
+            + "output without turning it (cage; sway and labwc when the touchscreen is mapped to no output). See "
+            + "[kiosk.md](kiosk.md#which-twin_space)",
+        example: "twin_space = \"output\"")
 }
 
 struct ApplicationKeys: KeyTable {
