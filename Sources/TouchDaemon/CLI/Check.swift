@@ -113,6 +113,22 @@ extension Configuration {
             parts.append("claimed touches end as a \(filter.cancelWith == .lift ? "lift" : "palm cancel")")
             lines.append(parts.joined(separator: ", "))
         }
+        if accessibility.enabled {
+            var parts = [
+                "speech mode: "
+                    + (accessibility.startGesture.map { "started by gesture \($0)" } ?? "started over the control socket")
+            ]
+            parts.append("\(count(elements.count, "element"))")
+            if !accessibility.passthrough.isEmpty {
+                parts.append("\(count(accessibility.passthrough.count, "passthrough region"))")
+            }
+            parts.append(
+                accessibility.exitAfterIdle > 0
+                    ? "ends after \(count(Int(accessibility.exitAfterIdle / 1_000_000), "second")) without a touch"
+                    : "never ends by itself")
+            lines.append(parts.joined(separator: ", "))
+            lines += readingOrderSummary
+        }
         if !applicationEvents.isEmpty {
             lines.append("application events: \(applicationEvents.keys.sorted().joined(separator: ", "))")
         }
