@@ -238,6 +238,7 @@ extension Engine {
         if changed {
             effects.append(.log(.info, message, ["screen": "\(screen)"]))
             broadcastScreen(screen, into: &effects)
+            speechScreenChanged(at: time, into: &effects)
         }
     }
 
