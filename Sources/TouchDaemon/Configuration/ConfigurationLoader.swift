@@ -869,10 +869,7 @@ extension Decoder {
             if gestures.contains(name) {
                 result.startGesture = name
             } else {
-                table.report(
-                    keys.startGesture.name,
-                    unknown("gesture", name, gestures, listing: "declared gestures")
-                        + ": speech mode could not be started by touch")
+                table.report(keys.startGesture.name, unknown("gesture", name, gestures, listing: "declared gestures"))
             }
         }
         result.exitAfterIdle = table[keys.exitAfterIdle]
@@ -900,6 +897,13 @@ extension Decoder {
         controlSpeech: [String: Configuration.Speech], controlTables: [String: TableReader],
         elements: [Configuration.Element], elementTables: [String: TableReader], groups: [Group], screens: [Screen]
     ) {
+        if accessibility.enabled && !filter.enabled {
+            warnings.report(
+                "\(Schema.root.accessibility.name).\(Schema.accessibility.enabled.name)",
+                "[accessibility] is enabled without [filter]: the application reads the touchscreen itself and "
+                    + "still receives every touch in speech mode (exploring presses what is under the finger), and "
+                    + "a double tap cannot reach an element; set [filter] enabled = true")
+        }
         let contexts = LayoutChecks.contexts(of: controls, groups: groups, screens: screens)
         let allScreens = Set(screens.map(\.id))
         for element in elements {
@@ -908,11 +912,14 @@ extension Decoder {
             for (control, context) in zip(controls, contexts)
             where screens.isEmpty || !context.screens.isDisjoint(with: elementScreens) {
                 if control.shape.contains(element.activationPoint) {
+                    let key = Schema.element.activationPoint.name
+                    let given = table.contains(key)
                     table.report(
-                        Schema.element.activationPoint.name,
-                        "the activation point of element '\(element.id)' is on control '\(control.id)': a double "
-                            + "tap would press the control, not the application's element; move the point or the "
-                            + "control")
+                        key,
+                        "the \(given ? "activation point" : "centre (no activation_point given)") of element "
+                            + "'\(element.id)' is on control '\(control.id)': a double tap would press the control, "
+                            + "not the application's element; \(given ? "move the point" : "give activation_point = { x, y }") "
+                            + "or move the control")
                     break
                 } else if LayoutChecks.overlaps(element.shape, control.shape) {
                     warnings.report(
@@ -924,22 +931,16 @@ extension Decoder {
         }
         guard accessibility.enabled else { return }
         let label = Schema.label.name
-        for control in controls where controlSpeech[control.id]?.label == nil {
+        // A label that is written but wrong has its own problem already.
+        for control in controls where controlTables[control.id]?.contains(label) == false {
             controlTables[control.id]?.reportTable(
                 "control '\(control.id)' has no \(label), and [accessibility] is enabled: speech mode would say only "
                     + "'\(Configuration.role(of: control))'; add label = \"…\"")
         }
-        for element in elements where element.speech.label == nil {
+        for element in elements where elementTables[element.id]?.contains(label) == false {
             elementTables[element.id]?.reportTable(
                 "element '\(element.id)' has no \(label), and [accessibility] is enabled: speech mode would say "
                     + "only '\(element.role)'; add label = \"…\"")
-        }
-        if !filter.enabled {
-            warnings.report(
-                "\(Schema.root.accessibility.name).\(Schema.accessibility.enabled.name)",
-                "[accessibility] is enabled without [filter]: the application reads the touchscreen itself and "
-                    + "still receives every touch in speech mode (exploring presses what is under the finger), and "
-                    + "a double tap cannot reach an element; set [filter] enabled = true")
         }
     }
 }
