@@ -571,38 +571,47 @@ extension Engine {
 
     // MARK: - Control socket
 
-    /// `speech` state: the mode and the focused item, as a member of `state` and a subscriber's event.
-    func speechJSON() -> String {
+    /// `speech` state: the mode, whether the server can speak, the focused item (a private control's only for a
+    /// controller: which key of a PIN pad the finger is on is what an observer must not learn), as the `speech` verb's
+    /// result, a member of `state` and a subscriber's event.
+    func speechJSON(for role: ControlRole = .controller) -> String {
         var line = JSONLine()
         line.add("mode", speechModeName)
         line.add("available", speech.isAvailable)
-        if let focus = speech.explorer?.focus, speech.items.indices.contains(focus) {
-            switch speech.items[focus].source {
-            case .control(let id): line.add("focus", id)
-            case .element(let index): line.add("focus", configuration.elements[index].id)
+        var focus: String?
+        if let index = speech.explorer?.focus, speech.items.indices.contains(index) {
+            switch speech.items[index].source {
+            case .control(let id):
+                focus = role == .observer && configuration.isPrivate(control: id) ? nil : id
+            case .element(let element): focus = configuration.elements[element].id
             }
-        } else {
-            line.add("focus", nil as String?)
         }
+        line.add("focus", focus)
         line.add("paused", speech.isPaused)
         return line.line
     }
 
-    /// Tells subscribers of `speech` events the mode or the focus changed.
+    /// Tells subscribers of `speech` events the mode or the focus changed; a private control's focus reaches only
+    /// those who may see private controls, the others hear of a focus they may not know (`"focus":null`).
     func broadcastSpeech(into effects: inout [Effect]) {
         guard configuration.accessibility.enabled else { return }
-        var members = JSONLine()
-        members.add("kind", ControlSubscriptions.Kind.speech.rawValue)
-        members.add("speech", json: speechJSON())
-        // Which key of a PIN pad the finger is on is what an observer must not learn: a private control's focus
-        // reaches controllers only.
-        var focused: String?
-        if let focus = speech.explorer?.focus, speech.items.indices.contains(focus),
-            case .control(let id) = speech.items[focus].source
-        {
-            focused = id
+        func members(_ role: ControlRole) -> String {
+            var line = JSONLine()
+            line.add("kind", ControlSubscriptions.Kind.speech.rawValue)
+            line.add("speech", json: speechJSON(for: role))
+            return line.members
         }
-        broadcast(.speech, control: focused, members: members.members, into: &effects)
+        let everyone = subscriptions.recipients(of: .speech)
+        guard !everyone.isEmpty else { return }
+        let controllerView = members(.controller)
+        let observerView = members(.observer)
+        guard controllerView != observerView else {
+            return effects.append(.control(.event(ControlEvent(recipients: everyone, members: controllerView))))
+        }
+        let seeing = subscriptions.recipients(of: .speech, isPrivate: true)
+        let others = everyone.filter { !seeing.contains($0) }
+        if !seeing.isEmpty { effects.append(.control(.event(ControlEvent(recipients: seeing, members: controllerView)))) }
+        if !others.isEmpty { effects.append(.control(.event(ControlEvent(recipients: others, members: observerView)))) }
     }
 }
 

@@ -659,3 +659,91 @@ struct EngineSpeechTests {
         #expect(Self.spoken(driver.take()) == ["1000 cancel", "1000 text: OK, button"])
     }
 }
+
+/// The control socket's side of explore by touch: the `speech` verb, `state`'s and `stats`' members, the `speech`
+/// events (docs/control-socket.md).
+@Suite("Engine: speech mode over the control socket")
+struct EngineSpeechControlTests {
+    static func driver(available: Bool = true) throws -> EngineTests.Driver {
+        var driver = try EngineTests.Driver(EngineSpeechTests.configuration)
+        if available { _ = driver.engine.speechAvailability(true, now: driver.now) }
+        _ = driver.plug(1)
+        return driver
+    }
+
+    static func results(_ effects: [Effect]) -> [String] {
+        effects.compactMap { effect in
+            switch effect {
+            case .control(.response(_, _, let result)): result
+            case .control(.failure(_, _, let error)): "\(error.code.rawValue): \(error.message)"
+            default: nil
+            }
+        }
+    }
+
+    static func events(_ effects: [Effect]) -> [(recipients: [ControlClientID], members: String)] {
+        effects.compactMap { effect in
+            guard case .control(.event(let event)) = effect else { return nil }
+            return (event.recipients, event.members)
+        }
+    }
+
+    @Test("speech on and off: the mode changes, the introduction and farewell are spoken, the result says so")
+    func onAndOff() throws {
+        var driver = try Self.driver()
+        var effects = driver.request(.speech(true))
+        #expect(Self.results(effects) == [#"{"mode":"on","available":true,"focus":null,"paused":false}"#])
+        #expect(EngineSpeechTests.spoken(effects).contains { $0.hasSuffix("important/en: \(EngineSpeechTests.intro)") })
+        #expect(Self.results(driver.request(.speech(nil), role: .observer)).first?.contains(#""mode":"on""#) == true)
+        effects = driver.request(.speech(false))
+        #expect(Self.results(effects) == [#"{"mode":"off","available":true,"focus":null,"paused":false}"#])
+        #expect(EngineSpeechTests.spoken(effects).contains { $0.hasSuffix("important/en: Speech off.") })
+    }
+
+    @Test("speech on is refused with speech_unavailable without a server, and counted as a failure")
+    func refused() throws {
+        var driver = try Self.driver(available: false)
+        let effects = driver.request(.speech(true))
+        #expect(
+            Self.results(effects) == ["speech_unavailable: speech mode cannot start: the speech server cannot speak"])
+        #expect(EngineSpeechTests.logs(effects).contains { $0.id == "\(MessageID.speechUnavailable)" })
+        #expect(Self.results(driver.request(.stats)).first?.contains(#""speech":{"sessions":0,"activations":0,"failures":1}"#) == true)
+        // Only a controller may change the mode.
+        #expect(ControlProtocol.needsController(.speech(true)))
+        #expect(!ControlProtocol.needsController(.speech(nil)))
+    }
+
+    @Test("state shows the focus, a private control's to controllers only; stats counts sessions and activations")
+    func stateAndStats() throws {
+        var driver = try Self.driver()
+        _ = driver.request(.speech(true))
+        _ = driver.tap(at: 700, 150)  // the private PIN control
+        #expect(Self.results(driver.request(.state)).first?.contains(#""speech":{"mode":"on","available":true,"focus":"pin","paused":false}"#) == true)
+        #expect(
+            Self.results(driver.request(.state, role: .observer)).first?.contains(#""speech":{"mode":"on","available":true,"focus":null,"paused":false}"#)
+                == true)
+        _ = driver.tap(at: 200, 150)
+        _ = driver.tap(at: 200, 150)  // a double tap: OK is activated
+        #expect(
+            Self.results(driver.request(.stats)).first?.contains(#""speech":{"sessions":1,"activations":1,"failures":0}"#)
+                == true)
+    }
+
+    @Test("subscribers of speech hear of the mode and each focus; an observer never learns a private focus")
+    func subscribers() throws {
+        var driver = try Self.driver()
+        _ = driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["speech"])), client: 3, role: .controller)
+        _ = driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["speech"])), client: 4, role: .observer)
+        let entered = Self.events(driver.request(.speech(true)))
+        #expect(entered.map(\.recipients) == [[3, 4]])
+        var effects = driver.tap(at: 200, 150)
+        var events = Self.events(effects)
+        #expect(events.map(\.recipients) == [[3, 4]])
+        #expect(events.first?.members.contains(#""focus":"ok""#) == true)
+        effects = driver.tap(at: 700, 150)
+        events = Self.events(effects)
+        #expect(events.map(\.recipients) == [[3], [4]])
+        #expect(events[0].members.contains(#""focus":"pin""#))
+        #expect(events[1].members.contains(#""focus":null"#))
+    }
+}
