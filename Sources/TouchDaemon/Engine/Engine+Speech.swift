@@ -372,6 +372,9 @@ extension Engine {
         scene.activeScreen.flatMap { configuration.screenSpeech[$0] }
     }
 
+    /// The role and state words in the screen's language.
+    private var words: SpokenWords { SpokenWords.forLanguage(screenSpeech?.language) }
+
     private func exploreItems(_ items: [SpeechItem]) -> [ExploreByTouch.Item] {
         items.map { item in
             var adjustable = false
@@ -408,7 +411,7 @@ extension Engine {
                 speech.activations &+= 1
                 activate(item, at: time, into: &effects)
             case .nothingFocused:
-                say("nothing selected", .text, at: time, into: &effects)
+                say(words.nothingSelected, .text, at: time, into: &effects)
             case .adjust(let item, let up):
                 adjust(item, up: up, at: time, into: &effects)
             case .edge:
@@ -448,20 +451,23 @@ extension Engine {
             guard let control = scene.control(id) else { return configuration.controlSpeech[id]?.label ?? id }
             var parts = [configuration.controlSpeech[id]?.label ?? id]
             let isPrivate = configuration.isPrivate(control: id)
+            let words = words
             if !isPrivate, let value = spokenValue(of: control) { parts.append(value) }
-            parts.append(Configuration.role(of: control))
+            parts.append(words.role(of: control.kind))
             if !isPrivate {
                 switch control.kind {
-                case .toggle: parts.append(control.isSelected ? "on" : "off")
-                case .button: if control.isSelected { parts.append("selected") }
+                case .toggle: parts.append(control.isSelected ? words.on : words.off)
+                case .button: if control.isSelected { parts.append(words.selected) }
                 case .slider, .segmented: break
                 }
             }
-            if !control.isEnabled { parts.append("dimmed") }
+            if !control.isEnabled { parts.append(words.dimmed) }
             return parts.joined(separator: ", ")
         case .element(let index):
             let element = configuration.elements[index]
-            return [element.speech.label ?? element.id, element.role].joined(separator: ", ")
+            // The default role is a word of the table; any other is spoken as the integrator wrote it.
+            let role = element.role == Schema.element.role.defaultValue ? words.button : element.role
+            return [element.speech.label ?? element.id, role].joined(separator: ", ")
         }
     }
 
@@ -471,7 +477,7 @@ extension Engine {
         case .slider: Configuration.number(control.value)
         case .segmented(let segmented):
             // The value is a whole segment index, 0…count−1 (the scene keeps it so).
-            "\(Configuration.number(control.value + 1)) of \(segmented.count)"
+            "\(Configuration.number(control.value + 1)) \(words.of) \(segmented.count)"
         case .button, .toggle: nil
         }
     }
@@ -491,11 +497,11 @@ extension Engine {
         switch speech.items[item].source {
         case .control(let id):
             guard let control = scene.control(id) else { return }
-            guard control.isEnabled else { return say("dimmed", .text, at: time, into: &effects) }
+            guard control.isEnabled else { return say(words.dimmed, .text, at: time, into: &effects) }
             synthesizeTap(at: Self.pointInside(control.shape), time: time, into: &effects)
             guard !configuration.isPrivate(control: id), let after = scene.control(id) else { return }
             switch after.kind {
-            case .toggle: say(after.isSelected ? "on" : "off", .text, at: time, into: &effects)
+            case .toggle: say(after.isSelected ? words.on : words.off, .text, at: time, into: &effects)
             case .slider, .segmented:
                 if let value = spokenValue(of: after) { say(value, .text, at: time, into: &effects) }
             case .button: break

@@ -623,7 +623,8 @@ struct EngineSpeechTests {
         driver.tap(1000, 200, 150)
         _ = driver.take()
         driver.effects += driver.engine.switchScreen(to: "other", at: .milliseconds(2000))
-        #expect(Self.spoken(driver.take()) == ["2000 text/de: Andere. Zurück, button"])
+        // The role word in the screen's language too.
+        #expect(Self.spoken(driver.take()) == ["2000 text/de: Andere. Zurück, Taste"])
         // A double tap activates it straight away.
         driver.tap(3000, 450, 700)
         driver.tap(3200, 450, 700)
@@ -649,6 +650,15 @@ struct EngineSpeechTests {
             ])
         #expect(EngineTests.deliveries(effects) == ["pin:valueChanged", "pin:valueChanged"])
         #expect(driver.engine.scene.control("pin")?.value == 2)  // stepped to 3, then tapped in its middle: 2
+    }
+
+    @Test("rule 16: the role and state words follow the screen's language tag; English when touchd has no table")
+    func words() {
+        #expect(SpokenWords.forLanguage("de-AT").toggle == "Schalter")
+        #expect(SpokenWords.forLanguage("FR_ch").on == "activé")
+        #expect(SpokenWords.forLanguage("pt-BR") == .english)
+        #expect(SpokenWords.forLanguage(nil) == .english)
+        #expect(SpokenWords.table.values.allSatisfy { !$0.nothingSelected.isEmpty && !$0.dimmed.isEmpty })
     }
 
     @Test("rule 16: a screen without lang speaks in the server's default")
