@@ -185,7 +185,8 @@ public struct ExploreByTouch: Sendable {
                 guard let location = sample.location, location.isFinite else { continue }
                 moved(sample.contact, to: location, time: frame.time, into: &events)
             case .ended:
-                ended(sample.contact, at: sample.location.flatMap { $0.isFinite ? $0 : nil }, time: frame.time,
+                ended(
+                    sample.contact, at: sample.location.flatMap { $0.isFinite ? $0 : nil }, time: frame.time,
                     into: &events)
             case .cancelled:
                 guard touches.removeValue(forKey: sample.contact) != nil else { continue }
@@ -301,7 +302,8 @@ public struct ExploreByTouch: Sendable {
             }
         case .swipe:
             guard contact == primary else { return }
-            swiped(by: Point(x: touch.location.x - touch.start.x, y: touch.location.y - touch.start.y), time: time,
+            swiped(
+                by: Point(x: touch.location.x - touch.start.x, y: touch.location.y - touch.start.y), time: time,
                 into: &events)
             mode = .ignored
         case .secondTap:

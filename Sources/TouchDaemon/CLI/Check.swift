@@ -114,10 +114,9 @@ extension Configuration {
             lines.append(parts.joined(separator: ", "))
         }
         if accessibility.enabled {
-            var parts = [
-                "speech mode: "
-                    + (accessibility.startGesture.map { "started by gesture \($0)" } ?? "started over the control socket")
-            ]
+            let start =
+                accessibility.startGesture.map { "started by gesture \($0)" } ?? "started over the control socket"
+            var parts = ["speech mode: " + start]
             parts.append("\(count(elements.count, "element"))")
             if !accessibility.passthrough.isEmpty {
                 parts.append("\(count(accessibility.passthrough.count, "passthrough region"))")

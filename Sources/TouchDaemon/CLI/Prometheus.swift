@@ -84,7 +84,10 @@ enum PrometheusExposition {
     static let speech: [(member: String, kind: Metric.Kind, help: String)] = [
         ("sessions", .counter, "Speech mode sessions started."),
         ("activations", .counter, "Items activated by a double or split tap in speech mode."),
-        ("failures", .counter, "Times speech mode could not start, or ended, because the speech server could not speak."),
+        (
+            "failures", .counter,
+            "Times speech mode could not start, or ended, because the speech server could not speak."
+        ),
     ]
 
     /// The exposition of a `stats` result: families in a fixed order, each family's samples together, ending in a

@@ -137,7 +137,8 @@ extension Configuration {
             let names = speechItems(onScreen: screen).map { item in
                 switch item.source {
                 case .control(let id): controlSpeech[id]?.label.map { "\"\($0)\" (\(id))" } ?? id
-                case .element(let index): elements[index].speech.label.map { "\"\($0)\" (\(elements[index].id))" }
+                case .element(let index):
+                    elements[index].speech.label.map { "\"\($0)\" (\(elements[index].id))" }
                         ?? elements[index].id
                 }
             }

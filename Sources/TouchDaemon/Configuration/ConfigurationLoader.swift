@@ -842,9 +842,9 @@ extension Decoder {
         guard let id, let shape = shape ?? nil, pointValid else { return nil }
         let activation = point ?? shape.boundingBox.center
         if !shape.contains(activation) {
+            let shapeKey = ShapeKey.names.first { table.contains($0) } ?? keys.activationPoint.name
             table.report(
-                point == nil ? ShapeKey.names.first { table.contains($0) } ?? keys.activationPoint.name
-                    : keys.activationPoint.name,
+                point == nil ? shapeKey : keys.activationPoint.name,
                 point == nil
                     ? "the shape's centre (\(TableReader.format(activation.x)), \(TableReader.format(activation.y))) "
                         + "is outside it, so a double tap would miss it: give activation_point = { x, y } inside"

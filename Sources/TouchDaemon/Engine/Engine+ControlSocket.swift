@@ -148,7 +148,9 @@ extension Engine {
                         request, code: .speechUnavailable, "speech mode cannot start: \(reason)", into: &effects)
                 }
                 effects.append(
-                    .log(.info, "speech mode asked over the control socket", ["client": "\(client)", "mode": "\(speechModeName)"]))
+                    .log(
+                        .info, "speech mode asked over the control socket",
+                        ["client": "\(client)", "mode": "\(speechModeName)"]))
             }
             effects.append(.control(.response(client: client, id: id, result: speechJSON(for: request.role))))
         }

@@ -314,7 +314,8 @@ extension Engine {
         speech.exploring.removeAll()
         effects.append(
             .log(
-                .info, "speech mode ended", MessageID.speechMode.metadata.merging(["reason": "\(reason.rawValue)"]) { $1 }
+                .info, "speech mode ended",
+                MessageID.speechMode.metadata.merging(["reason": "\(reason.rawValue)"]) { $1 }
             ))
         if reason != .unavailable {
             effects.append(.speech(.cancel, at: time))
@@ -391,7 +392,8 @@ extension Engine {
             case .element(let index):
                 hint = configuration.elements[index].speech.hint
             }
-            return ExploreByTouch.Item(shape: item.shape, rank: item.rank, isAdjustable: adjustable, hasHint: hint != nil)
+            return ExploreByTouch.Item(
+                shape: item.shape, rank: item.rank, isAdjustable: adjustable, hasHint: hint != nil)
         }
     }
 
@@ -616,7 +618,9 @@ extension Engine {
         }
         let seeing = subscriptions.recipients(of: .speech, isPrivate: true)
         let others = everyone.filter { !seeing.contains($0) }
-        if !seeing.isEmpty { effects.append(.control(.event(ControlEvent(recipients: seeing, members: controllerView)))) }
+        if !seeing.isEmpty {
+            effects.append(.control(.event(ControlEvent(recipients: seeing, members: controllerView))))
+        }
         if !others.isEmpty { effects.append(.control(.event(ControlEvent(recipients: others, members: observerView)))) }
     }
 }

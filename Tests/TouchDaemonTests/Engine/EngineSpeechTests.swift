@@ -199,7 +199,9 @@ struct EngineSpeechTests {
             guard case .output(let output, _) = effect else { return [] }
             return output.entries.compactMap { entry in
                 guard case .app(let record) = entry else { return nil }
-                let place = record.location.map { " \(EngineSpeechTests.number($0.x)),\(EngineSpeechTests.number($0.y))" }
+                let place = record.location.map {
+                    " \(EngineSpeechTests.number($0.x)),\(EngineSpeechTests.number($0.y))"
+                }
                 return "\(record.time.microseconds / 1000) \(record.phase.rawValue)\(place ?? "")"
             }
         }
@@ -225,7 +227,8 @@ struct EngineSpeechTests {
         #expect(Self.spoken(effects) == ["3000 mode on", "3000 cancel", "3000 important/en: \(Self.intro)"])
         // The application had the touch until the gesture took it: it ends there, and its lift reaches nobody.
         #expect(Self.app(effects) == ["0 down 950,950", "3000 cancel"])
-        #expect(Self.logs(effects).contains { $0.id == "\(MessageID.speechMode)" && $0.message == "speech mode started" })
+        #expect(
+            Self.logs(effects).contains { $0.id == "\(MessageID.speechMode)" && $0.message == "speech mode started" })
         #expect(driver.engine.speech.sessions == 1)
     }
 
@@ -400,7 +403,10 @@ struct EngineSpeechTests {
         driver.at(6300, .moved(0, to: Point(x: 200, y: 350)))
         driver.at(6400, .ended(0))
         driver.run(until: 8000)
-        #expect(Self.spoken(driver.take()) == ["6000 cancel", "6000 text/en: OK, button", "6300 text/en: Volume, 5, slider"])
+        #expect(
+            Self.spoken(driver.take()) == [
+                "6000 cancel", "6000 text/en: OK, button", "6300 text/en: Volume, 5, slider",
+            ])
     }
 
     // MARK: - Activating (rules 9–10)
@@ -717,7 +723,9 @@ struct EngineSpeechControlTests {
         #expect(
             Self.results(effects) == ["speech_unavailable: speech mode cannot start: the speech server cannot speak"])
         #expect(EngineSpeechTests.logs(effects).contains { $0.id == "\(MessageID.speechUnavailable)" })
-        #expect(Self.results(driver.request(.stats)).first?.contains(#""speech":{"sessions":0,"activations":0,"failures":1}"#) == true)
+        #expect(
+            Self.results(driver.request(.stats)).first?.contains(
+                #""speech":{"sessions":0,"activations":0,"failures":1}"#) == true)
         // Only a controller may change the mode.
         #expect(ControlProtocol.needsController(.speech(true)))
         #expect(!ControlProtocol.needsController(.speech(nil)))
@@ -728,14 +736,18 @@ struct EngineSpeechControlTests {
         var driver = try Self.driver()
         _ = driver.request(.speech(true))
         _ = driver.tap(at: 700, 150)  // the private PIN control
-        #expect(Self.results(driver.request(.state)).first?.contains(#""speech":{"mode":"on","available":true,"focus":"pin","paused":false}"#) == true)
         #expect(
-            Self.results(driver.request(.state, role: .observer)).first?.contains(#""speech":{"mode":"on","available":true,"focus":null,"paused":false}"#)
+            Self.results(driver.request(.state)).first?.contains(
+                #""speech":{"mode":"on","available":true,"focus":"pin","paused":false}"#) == true)
+        #expect(
+            Self.results(driver.request(.state, role: .observer)).first?.contains(
+                #""speech":{"mode":"on","available":true,"focus":null,"paused":false}"#)
                 == true)
         _ = driver.tap(at: 200, 150)
         _ = driver.tap(at: 200, 150)  // a double tap: OK is activated
         #expect(
-            Self.results(driver.request(.stats)).first?.contains(#""speech":{"sessions":1,"activations":1,"failures":0}"#)
+            Self.results(driver.request(.stats)).first?.contains(
+                #""speech":{"sessions":1,"activations":1,"failures":0}"#)
                 == true)
     }
 
