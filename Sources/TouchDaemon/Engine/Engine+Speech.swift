@@ -127,6 +127,8 @@ extension Engine {
     /// hands it to the model; contacts that began in a passthrough region stay, and contacts kept from the scene
     /// (``SpeechModeState/swallowed``) go nowhere until they lift.
     mutating func speechBeforeFrame(_ frame: inout Frame, into effects: inout [Effect]) {
+        // Any touch counts as activity for exit_after_idle_s, a passthrough region's too.
+        if speech.isOn && !frame.samples.isEmpty { speech.lastActivity = frame.time }
         var explored: [ContactSample] = []
         var index = 0
         while index < frame.samples.count {
@@ -172,7 +174,6 @@ extension Engine {
             }
         }
         guard speech.isOn, !explored.isEmpty else { return }
-        speech.lastActivity = frame.time
         let touches = Frame(time: frame.time, samples: explored)
         // The start gesture first: recognized again, it ends the mode, and its touches mean nothing else.
         if var detector = speech.detector {

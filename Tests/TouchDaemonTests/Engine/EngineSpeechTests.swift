@@ -265,6 +265,18 @@ struct EngineSpeechTests {
         #expect(driver.engine.nextDeadline == nil)
     }
 
+    @Test("rule 2: a touch in a passthrough region counts as activity too")
+    func passthroughIsActivity() throws {
+        var driver = try Driver()
+        driver.enter()
+        driver.at(1000, .began(1, at: Point(x: 100, y: 850)))
+        driver.at(90_000, .ended(1))  // a signature of 89 s
+        driver.run(until: 149_999)
+        #expect(Self.spoken(driver.take()).isEmpty)
+        driver.run(until: 150_000)
+        #expect(Self.spoken(driver.take()).last == "150000 mode off")
+    }
+
     @Test("rule 3: without a speech server the gesture does not start the mode, touches flow, and the log says why")
     func unavailable() throws {
         var driver = try Driver(available: false)
