@@ -2,19 +2,18 @@
 /// the contract with TalkBack's and VoiceOver's timings). It reads contact frames and says, as ``Event`` values, what
 /// is to be spoken or done: it speaks nothing itself, knows no label and activates nothing, so the engine decides the
 /// words and the taps and the same events come out under `touchd run` and `touchd simulate`. Pure: time comes with
-/// every call, and ``nextDeadline`` says when ``advance(to:)`` is due (a repeat that waited for a second tap, a hint).
+/// every call, and ``nextDeadline`` says when ``advance(to:)`` is due (a hint).
 ///
-/// - A first finger down interrupts speech and focuses the item under it at once (a new item is announced; the
-///   focused one again says nothing). Moving onto another item moves the focus; leaving an item takes `hysteresis`
-///   pixels beyond its edge, so a finger on a border does not chatter. Empty space changes nothing; lifting never
-///   activates.
+/// - A first finger down interrupts speech and announces the item under it at once, which takes the focus (landing on
+///   the focused item announces it again: the repeat). Moving onto another item moves the focus; moving within one
+///   says nothing; leaving an item takes `hysteresis` pixels beyond its edge, so a finger on a border does not
+///   chatter. Empty space changes nothing; lifting never activates.
 /// - A finger that covers `swipeDistance` within `swipeTime` of touching down is a swipe, not exploring: the focus
 ///   goes back to where it was before that touch, then a horizontal swipe moves it to the next or previous item
 ///   (``Event/edge`` at either end, no wrap) and a vertical one adjusts the focused item when it is adjustable.
 /// - A touch that lands within `doubleTapSlop` of a tap and within `doubleTapTimeout` of its lift activates the
 ///   focused item when it lifts as a tap (``Event/nothingFocused`` with no focus); so does a second finger tapping
-///   while the first rests (split tap). A tap on the item that was already focused repeats it once the double tap
-///   can no longer come.
+///   while the first rests (split tap).
 /// - Two fingers that touch down together (within `swipeTime`) and lift as a tap pause or resume speech.
 public struct ExploreByTouch: Sendable {
     /// Something the customer can reach: a shape, and what the gestures need to know of it.
@@ -74,7 +73,7 @@ public struct ExploreByTouch: Sendable {
         case interrupt
         /// The focus moved to the item (touched or swiped to): announce it.
         case focus(Int)
-        /// The focused item was tapped again: announce it again.
+        /// A finger landed on the focused item: announce it again.
         case repeatFocus(Int)
         /// The focused item's hint is due.
         case hint(Int)
@@ -132,7 +131,6 @@ public struct ExploreByTouch: Sendable {
     private var explored: Int?
     /// The last tap, which a second touch can make a double tap.
     private var lastTap: (point: Point, lift: Instant)?
-    private var pendingRepeat: (item: Int, due: Instant)?
     private var pendingHint: (item: Int, due: Instant)?
 
     public init(items: [Item], settings: Settings = Settings()) {
@@ -142,19 +140,14 @@ public struct ExploreByTouch: Sendable {
 
     /// When ``advance(to:)`` is next due, if ever.
     public var nextDeadline: Instant? {
-        switch (pendingRepeat?.due, pendingHint?.due) {
-        case (let a?, let b?): min(a, b)
-        case (let a?, nil): a
-        case (nil, let b?): b
-        case (nil, nil): nil
-        }
+        pendingHint?.due
     }
 
     /// Whether a finger is down.
     public var isTouching: Bool { !touches.isEmpty }
 
     /// New items (the screen changed, or its controls did): the focus goes to `focus`, and what was pending (a tap
-    /// waiting for its second, a repeat, a hint) is forgotten. Fingers that are down stay down, exploring the new
+    /// waiting for its second, a hint) is forgotten. Fingers that are down stay down, exploring the new
     /// items.
     public mutating func replaceItems(_ items: [Item], focus: Int?) {
         self.items = items
@@ -162,7 +155,6 @@ public struct ExploreByTouch: Sendable {
         explored = nil
         focusBefore = self.focus
         lastTap = nil
-        pendingRepeat = nil
         pendingHint = nil
     }
 
@@ -195,15 +187,8 @@ public struct ExploreByTouch: Sendable {
         }
     }
 
-    /// What fell due by `time`: a repeat whose double tap did not come, a hint.
+    /// What fell due by `time`: a hint.
     public mutating func advance(to time: Instant, into events: inout [Event]) {
-        if let repeating = pendingRepeat, repeating.due <= time {
-            pendingRepeat = nil
-            if focus == repeating.item {
-                events.append(.repeatFocus(repeating.item))
-                scheduleHint(repeating.item, after: repeating.due)
-            }
-        }
         if let hint = pendingHint, hint.due <= time {
             pendingHint = nil
             if focus == hint.item { events.append(.hint(hint.item)) }
@@ -219,7 +204,6 @@ public struct ExploreByTouch: Sendable {
             // A new sequence: every new touch interrupts speech (EN 301 549 5.1.3.5).
             events.append(.interrupt)
             pendingHint = nil
-            pendingRepeat = nil
             primary = contact
             sequenceStart = time
             sequenceTravel = 0
@@ -235,7 +219,7 @@ public struct ExploreByTouch: Sendable {
             lastTap = nil
             mode = .exploring
             explored = nil
-            explore(location, time: time, into: &events)
+            explore(location, time: time, landing: true, into: &events)
             return
         }
         fingers += 1
@@ -296,10 +280,6 @@ public struct ExploreByTouch: Sendable {
         case .exploring:
             guard contact == primary, touches.isEmpty, fingers == 1, isTap else { return }
             lastTap = (touch.start, time)
-            // A tap on the item that was focused already repeats it, once a second tap can no longer come.
-            if let focused = focus, explored == focused, focusBefore == focused {
-                pendingRepeat = (focused, time.advanced(by: settings.doubleTapTimeout))
-            }
         case .swipe:
             guard contact == primary else { return }
             swiped(
@@ -340,11 +320,21 @@ public struct ExploreByTouch: Sendable {
 
     // MARK: - What the touches do
 
-    /// The exploring finger is at `location`: a new item under it takes the focus and is announced.
-    private mutating func explore(_ location: Point, time: Instant, into events: inout [Event]) {
+    /// The exploring finger is at `location`: a new item under it takes the focus and is announced; a finger
+    /// `landing` on the focused item announces it again (rule 13's repeat), one moving within it does not.
+    private mutating func explore(
+        _ location: Point, time: Instant, landing: Bool = false, into events: inout [Event]
+    ) {
         if let current = explored, items[current].shape.contains(location, outset: settings.hysteresis) { return }
         explored = hitTest(location)
-        guard let item = explored, item != focus else { return }
+        guard let item = explored else { return }
+        guard item != focus else {
+            if landing {
+                scheduleHint(item, after: time)
+                events.append(.repeatFocus(item))
+            }
+            return
+        }
         setFocus(item, at: time)
         events.append(.focus(item))
     }
@@ -386,7 +376,6 @@ public struct ExploreByTouch: Sendable {
 
     private mutating func setFocus(_ item: Int, at time: Instant) {
         focus = item
-        pendingRepeat = nil
         pendingHint = nil
         scheduleHint(item, after: time)
     }

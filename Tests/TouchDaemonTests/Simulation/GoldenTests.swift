@@ -78,7 +78,7 @@ struct GoldenTests {
 
     /// Explore by touch (docs/accessibility.md) on config/accessible-kiosk.toml: checked by hand against the contract's
     /// rules before it was frozen. The corner held 3 s starts speech mode (the browser's touch ends there); exploring
-    /// speaks each item at once, the hint 400 ms later, a tap on the focused item repeats it 300 ms after its lift; a
+    /// speaks each item at once, the hint 400 ms later, touching the focused item again repeats it at once; a
     /// double tap gives the browser exactly one down/up at the element's centre; swipes walk the reading order and
     /// step the slider (only the new value spoken); a two-finger tap pauses, another resumes with the last
     /// announcement; the signature pad passes through; the payment screen speaks its title in German; the private
