@@ -249,7 +249,7 @@ struct ControlSocketRunTests {
     /// (check warns, and the file loads).
     @Test("touchd ctl speech: the mode, and a refusal without a speech server")
     func ctlSpeech() throws {
-        let accessible = Self.configuration.replacingOccurrences(
+        let accessible = TouchdProcess.runningConfiguration.replacingOccurrences(
             of: "[application_events]",
             with: """
                 [accessibility]
@@ -259,7 +259,7 @@ struct ControlSocketRunTests {
                 """
         ).replacingOccurrences(of: "kind = \"button\"\n", with: "kind = \"button\"\nlabel = \"Pay\"\n")
             .replacingOccurrences(of: "kind = \"slider\"\n", with: "kind = \"slider\"\nlabel = \"Volume\"\n")
-        let running = try Running(configuration: accessible)
+        let running = try TouchdProcess.Running(configuration: accessible)
         let shown = try running.ctl(["speech"])
         #expect(shown.status == 0, "\(shown.error)")
         #expect(shown.output == "speech mode off, no speech server\n")

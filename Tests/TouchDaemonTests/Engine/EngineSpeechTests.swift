@@ -127,7 +127,7 @@ struct EngineSpeechTests {
         var effects: [Effect] = []
 
         init(_ text: String = EngineSpeechTests.configuration, available: Bool = true) throws {
-            let configuration = try EngineTests.load(text)
+            let configuration = try EngineHarness.load(text)
             engine = Engine(configuration: configuration, scene: try configuration.makeScene(), observesOutput: true)
             if available { effects += engine.speechAvailability(true, now: 0) }
         }
@@ -247,7 +247,7 @@ struct EngineSpeechTests {
         driver.tap(5200, 200, 150)
         let after = driver.take()
         #expect(Self.app(after) == ["5000 down 750,550", "5060 up"])
-        #expect(EngineTests.deliveries(after) == ["ok:touchUpInside"])
+        #expect(EngineHarness.deliveries(after) == ["ok:touchUpInside"])
         #expect(Self.spoken(after).isEmpty)
     }
 
@@ -321,7 +321,7 @@ struct EngineSpeechTests {
         driver.tap(2000, 200, 150)  // the OK control
         var effects = driver.take()
         #expect(Self.app(effects).isEmpty)
-        #expect(EngineTests.deliveries(effects).isEmpty)
+        #expect(EngineHarness.deliveries(effects).isEmpty)
         driver.at(3000, .began(1, at: Point(x: 100, y: 850)))
         driver.at(3050, .moved(1, to: Point(x: 150, y: 860)))
         driver.at(3100, .ended(1))
@@ -376,7 +376,7 @@ struct EngineSpeechTests {
             Self.spoken(effects) == [
                 "1000 cancel", "1000 text/en: OK, button", "1400 message/en: Confirms", "3000 cancel",
             ])
-        #expect(EngineTests.deliveries(effects).isEmpty)
+        #expect(EngineHarness.deliveries(effects).isEmpty)
         #expect(Self.app(effects).isEmpty)
         #expect(driver.engine.speech.explorer?.focus == 0)
     }
@@ -433,7 +433,7 @@ struct EngineSpeechTests {
         driver.tap(2000, 450, 700)
         driver.tap(2360, 470, 722)
         let effects = driver.take()
-        #expect(EngineTests.deliveries(effects) == ["ok:touchUpInside"])
+        #expect(EngineHarness.deliveries(effects) == ["ok:touchUpInside"])
         #expect(Self.spoken(effects) == ["1400 message/en: Confirms", "2000 cancel", "2360 cancel"])
         #expect(driver.engine.speech.activations == 1)
     }
@@ -447,7 +447,7 @@ struct EngineSpeechTests {
         driver.tap(2361, 450, 700)  // 301 ms after the lift at 2060
         driver.tap(3000, 450, 700)
         driver.tap(3100, 491, 700)  // 41 px away
-        #expect(EngineTests.deliveries(driver.take()).isEmpty)
+        #expect(EngineHarness.deliveries(driver.take()).isEmpty)
     }
 
     @Test("rule 9: a double tap with nothing focused says so")
@@ -468,7 +468,7 @@ struct EngineSpeechTests {
         driver.at(1580, .ended(1))
         driver.at(2000, .ended(0))
         let effects = driver.take()
-        #expect(EngineTests.deliveries(effects) == ["ok:touchUpInside"])
+        #expect(EngineHarness.deliveries(effects) == ["ok:touchUpInside"])
         #expect(Self.app(effects).isEmpty)
         // The hint comes while the first finger rests: the focus stayed.
         #expect(Self.spoken(effects) == ["1000 cancel", "1000 text/en: OK, button", "1400 message/en: Confirms"])
@@ -481,7 +481,7 @@ struct EngineSpeechTests {
         driver.tap(1000, 600, 350)
         driver.tap(1200, 600, 350)
         let effects = driver.take()
-        #expect(EngineTests.deliveries(effects) == ["sw:valueChanged"])
+        #expect(EngineHarness.deliveries(effects) == ["sw:valueChanged"])
         #expect(Self.spoken(effects).last == "1260 text/en: on")
         // The same control events as a real tap, in order.
         let events = effects.flatMap { effect -> [String] in
@@ -507,16 +507,16 @@ struct EngineSpeechTests {
         driver.tap(2200, 200, 550)
         effects = driver.take()
         #expect(Self.app(effects).isEmpty)
-        #expect(EngineTests.deliveries(effects).isEmpty)
+        #expect(EngineHarness.deliveries(effects).isEmpty)
         #expect(Self.spoken(effects).last == "2260 text/en: dimmed")
     }
 
     @Test("rule 10: in filter mode the element's tap goes to the twin of the panel explored on, in device coordinates")
     func elementTapThroughTheTwin() throws {
-        var driver = try EngineTests.Driver(Self.configuration)
+        var driver = try EngineHarness.Driver(Self.configuration)
         _ = driver.engine.speechAvailability(true, now: 0)
         _ = driver.plug(1)
-        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), .grabbed)])
+        _ = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .grabbed)])
         var effects: [Effect] = []
         _ = driver.engine.requestSpeechMode(true, at: Instant(microseconds: driver.now), into: &effects)
         var frames = EngineFilterTests.frames(driver.tap(at: 700, 520))
@@ -581,7 +581,7 @@ struct EngineSpeechTests {
         driver.swipe(2000, dx: 0, dy: -100)
         var effects = driver.take()
         #expect(Self.spoken(effects) == ["2000 cancel", "2100 text/en: 6"])
-        #expect(EngineTests.deliveries(effects) == ["vol:valueChanged"])
+        #expect(EngineHarness.deliveries(effects) == ["vol:valueChanged"])
         #expect(driver.engine.scene.control("vol")?.value == 6)
         driver.swipe(3000, dx: 0, dy: 100)
         driver.swipe(4000, dx: 0, dy: 100)
@@ -591,7 +591,7 @@ struct EngineSpeechTests {
         driver.tap(5000, 200, 150)
         driver.swipe(6000, dx: 0, dy: -100)
         effects = driver.take()
-        #expect(EngineTests.deliveries(effects).isEmpty)
+        #expect(EngineHarness.deliveries(effects).isEmpty)
         #expect(
             Self.spoken(effects) == [
                 "5000 cancel", "5000 text/en: OK, button", "5400 message/en: Confirms", "6000 cancel",
@@ -649,7 +649,7 @@ struct EngineSpeechTests {
         // A double tap activates it straight away.
         driver.tap(3000, 450, 700)
         driver.tap(3200, 450, 700)
-        #expect(EngineTests.deliveries(driver.take()) == ["back:touchUpInside"])
+        #expect(EngineHarness.deliveries(driver.take()) == ["back:touchUpInside"])
         // Leaving speaks in the screen's language too.
         var effects: [Effect] = []
         _ = driver.engine.requestSpeechMode(false, at: .milliseconds(4000), into: &effects)
@@ -670,7 +670,7 @@ struct EngineSpeechTests {
                 "1000 cancel", "1000 text/en: PIN digits, adjustable", "2000 cancel", "3000 cancel",
                 "3000 text/en: PIN digits, adjustable", "3150 cancel",
             ])
-        #expect(EngineTests.deliveries(effects) == ["pin:valueChanged", "pin:valueChanged"])
+        #expect(EngineHarness.deliveries(effects) == ["pin:valueChanged", "pin:valueChanged"])
         #expect(driver.engine.scene.control("pin")?.value == 2)  // stepped to 3, then tapped in its middle: 2
     }
 
@@ -696,8 +696,8 @@ struct EngineSpeechTests {
 /// events (docs/control-socket.md).
 @Suite("Engine: speech mode over the control socket")
 struct EngineSpeechControlTests {
-    static func driver(available: Bool = true) throws -> EngineTests.Driver {
-        var driver = try EngineTests.Driver(EngineSpeechTests.configuration)
+    static func driver(available: Bool = true) throws -> EngineHarness.Driver {
+        var driver = try EngineHarness.Driver(EngineSpeechTests.configuration)
         if available { _ = driver.engine.speechAvailability(true, now: driver.now) }
         _ = driver.plug(1)
         return driver
