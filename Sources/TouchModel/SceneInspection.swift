@@ -24,3 +24,20 @@ extension Scene {
         return ContactInspection(location: state.location, control: control, gestures: gestures)
     }
 }
+
+extension Scene {
+    /// The contacts that are down, in the scene's order: what a caller that takes the touches away from the scene
+    /// (explore by touch) cancels in it first.
+    public var contactIDs: [ContactID] { contacts.keys.sorted() }
+
+    /// The controls that can be touched on the active screen (not removed, listed by the screen or on every screen),
+    /// in declaration order, enabled or not: what explore by touch reads out.
+    public var shownControlIDs: [String] {
+        slots.indices.compactMap { index in
+            guard !slots[index].isRemoved else { return nil }
+            guard !slots[index].screens.isEmpty else { return slots[index].control.id }
+            guard let activeScreenIndex, slots[index].screens.contains(activeScreenIndex) else { return nil }
+            return slots[index].control.id
+        }
+    }
+}

@@ -114,6 +114,21 @@ extension Configuration {
             lines.append(parts.joined(separator: ", "))
             lines.append(twinSpaceSummary)
         }
+        if accessibility.enabled {
+            let start =
+                accessibility.startGesture.map { "started by gesture \($0)" } ?? "started over the control socket"
+            var parts = ["speech mode: " + start]
+            parts.append("\(count(elements.count, "element"))")
+            if !accessibility.passthrough.isEmpty {
+                parts.append("\(count(accessibility.passthrough.count, "passthrough region"))")
+            }
+            parts.append(
+                accessibility.exitAfterIdle > 0
+                    ? "ends after \(count(Int(accessibility.exitAfterIdle / 1_000_000), "second")) without a touch"
+                    : "never ends by itself")
+            lines.append(parts.joined(separator: ", "))
+            lines += readingOrderSummary
+        }
         if !applicationEvents.isEmpty {
             lines.append("application events: \(applicationEvents.keys.sorted().joined(separator: ", "))")
         }

@@ -20,7 +20,7 @@ struct Ctl: ParsableCommand {
             """,
         subcommands: [
             CtlState.self, CtlStats.self, CtlEnable.self, CtlDisable.self, CtlSet.self, CtlSend.self, CtlScreen.self,
-            CtlSubscribe.self, CtlMonitor.self, CtlReload.self,
+            CtlSubscribe.self, CtlMonitor.self, CtlReload.self, CtlSpeech.self,
         ]
     )
 
@@ -267,12 +267,38 @@ struct CtlScreen: ParsableCommand {
     }
 }
 
+struct CtlSpeech: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "speech",
+        abstract: "Show speech mode (explore by touch) and its focus, or turn it on or off.",
+        discussion: """
+            Without an argument, shows whether speech mode is on, whether the speech server can speak and the \
+            focused item. on and off need the controller role; on is refused (speech_unavailable) while \
+            [accessibility] is not enabled or the speech server cannot speak. A physical key or a headphone-jack \
+            daemon can run touchd ctl speech on.
+            """)
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "on or off.") var mode: String?
+
+    func validate() throws {
+        if let mode, mode != "on", mode != "off" { throw ValidationError("the mode is on or off, not '\(mode)'") }
+    }
+
+    func run() throws {
+        var members = JSONLine()
+        if let mode { members.add("mode", mode) }
+        try options.run("speech", members: members.members) { [CtlFormat.speech($0)] }
+    }
+}
+
 struct CtlSubscribe: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "subscribe", abstract: "Print events as they happen, after a snapshot of the state.")
 
     @OptionGroup var options: CtlOptions
-    @Option(name: .customLong("kind"), help: "control, gesture, state, screen, device or config (repeatable).")
+    @Option(
+        name: .customLong("kind"), help: "control, gesture, state, screen, device, config or speech (repeatable).")
     var kinds: [String] = []
     @Option(name: .customLong("control"), help: "A control id (repeatable).") var controls: [String] = []
     @Option(name: .customLong("event"), help: "An event name (repeatable).") var events: [String] = []
@@ -341,6 +367,7 @@ enum CtlFormat {
         for control in controls { lines.append("  " + Self.control(control)) }
         let gestures = result["gestures"]?.arrayValue?.compactMap(\.stringValue) ?? []
         if !gestures.isEmpty { lines.append("gestures: \(gestures.joined(separator: ", "))") }
+        if let speech = result["speech"] { lines.append(Self.speech(speech)) }
         let devices = result["devices"]?.arrayValue ?? []
         lines.append("touchscreens (\(devices.count)):")
         for device in devices {
@@ -362,6 +389,15 @@ enum CtlFormat {
         if let value = control["value"]?.doubleValue { words.append("value \(number(value))") }
         if control["private"]?.boolValue == true { words.append("private") }
         return words.joined(separator: "  ")
+    }
+
+    /// Speech mode: `speech mode on, focus pay` (`, paused`; `, no speech server`).
+    static func speech(_ speech: JSONValue) -> String {
+        var text = "speech mode \(speech["mode"]?.stringValue ?? "?")"
+        if speech["mode"]?.stringValue == "on" { text += ", focus \(speech["focus"]?.stringValue ?? "none")" }
+        if speech["paused"]?.boolValue == true { text += ", paused" }
+        if speech["available"]?.boolValue == false { text += ", no speech server" }
+        return text
     }
 
     /// An event line: `#12 control pay touchUpInside contact=0`.

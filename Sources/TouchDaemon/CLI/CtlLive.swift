@@ -31,8 +31,9 @@ struct CtlMonitor: ParsableCommand {
         discussion: """
             One line per contact sample: the device, down/move/up/cancel, the time since the first line, the \
             contact (seat slot), the position in output pixels, the control tracking it (or none), the gesture \
-            regions that took it, the control events and gesture events it caused. --json prints the server's \
-            contact events as received (touch, contact, x, y, control, device, …). Controllers only \
+            regions that took it, the control events and gesture events it caused; in speech mode (explore by \
+            touch), a line each time the mode or its focus changes. --json prints the server's contact and speech \
+            events as received (touch, contact, x, y, control, device, …). Controllers only \
             (touchd-admin): positions can reveal a PIN typed on the panel, and touchd logs who watches. Costs \
             touchd nothing while nobody watches.
             """)
@@ -48,7 +49,7 @@ struct CtlMonitor: ParsableCommand {
         let deadline = options.eventDeadline()
         let client = try options.connect()
         do throws(ControlClient.Failure) {
-            _ = try client.request("subscribe", members: #""kinds":["contact"]"#)
+            _ = try client.request("subscribe", members: #""kinds":["contact","speech"]"#)
             if !options.json {
                 print("watching live contacts (positions in output pixels); Ctrl-C stops")
             }
@@ -58,15 +59,25 @@ struct CtlMonitor: ParsableCommand {
         }
         var origin: Int64?
         try options.stream(client, count: count, until: deadline) { line in
-            guard line.value["type"]?.stringValue == "event", line.value["kind"]?.stringValue == "contact" else {
+            guard line.value["type"]?.stringValue == "event" else { return false }
+            switch line.value["kind"]?.stringValue {
+            case "contact":
+                if options.json {
+                    print(TerminalText.jsonLine(line.text))
+                } else {
+                    printUntrusted(CtlFormat.contact(line.value, origin: &origin))
+                }
+                return true
+            case "speech":
+                if options.json {
+                    print(TerminalText.jsonLine(line.text))
+                } else {
+                    printUntrusted(CtlFormat.speech(line.value["speech"] ?? .null))
+                }
+                return true
+            default:
                 return false
             }
-            if options.json {
-                print(TerminalText.jsonLine(line.text))
-            } else {
-                printUntrusted(CtlFormat.contact(line.value, origin: &origin))
-            }
-            return true
         }
     }
 }

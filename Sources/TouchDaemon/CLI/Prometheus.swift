@@ -80,12 +80,22 @@ enum PrometheusExposition {
         ("received_descriptors", .counter, "File descriptors control socket clients sent (and touchd closed)."),
     ]
 
+    /// Explore by touch's members (docs/accessibility.md), all counters.
+    static let speech: [(member: String, kind: Metric.Kind, help: String)] = [
+        ("sessions", .counter, "Speech mode sessions started."),
+        ("activations", .counter, "Items activated by a double or split tap in speech mode."),
+        (
+            "failures", .counter,
+            "Times speech mode could not start, or ended, because the speech server could not speak."
+        ),
+    ]
+
     /// The exposition of a `stats` result: families in a fixed order, each family's samples together, ending in a
     /// newline. Members that are not numbers (or booleans, as 1 and 0) are left out.
     static func text(stats: JSONValue) -> String {
         var writer = Writer()
         let members = stats.objectValue ?? []
-        let known = Set(topLevel.map(\.member) + latencies.map(\.member) + ["targets", "control_socket"])
+        let known = Set(topLevel.map(\.member) + latencies.map(\.member) + ["targets", "control_socket", "speech"])
         for (member, metric) in topLevel {
             if let value = stats[member].flatMap({ sampleValue($0, microseconds: metric.microseconds) }) {
                 writer.family(metric, samples: [([], value)])
@@ -104,6 +114,10 @@ enum PrometheusExposition {
             writer.group(
                 [(label: [], members: server)], prefix: "control_socket_", described: controlSocket,
                 what: "control_socket member")
+        }
+        if let speech = stats["speech"]?.objectValue {
+            writer.group(
+                [(label: [], members: speech)], prefix: "speech_", described: Self.speech, what: "speech member")
         }
         return writer.text
     }

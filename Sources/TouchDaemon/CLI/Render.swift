@@ -7,7 +7,8 @@ struct Render: ParsableCommand {
         discussion: """
             Draws the output rectangle, groups, controls (kind, id, initial state), each control's drag outset and \
             the gesture regions as they run (a gesture on a control or group covers that region, an edge swipe its \
-            strip, on the screens where it is live), in output pixels, on a transparent background so the picture \
+            strip, on the screens where it is live) and the application's elements declared for explore by touch \
+            (with the point a double tap taps), in output pixels, on a transparent background so the picture \
             can be laid over a screenshot of the UI (or give the screenshot with --background). Labels never \
             overlap each other or the legend.
             """

@@ -52,6 +52,10 @@ struct Simulate: ParsableCommand {
                         for line in Simulation.render(transition) { print(line) }
                     case .wakeTouch(let touch):
                         print(Simulation.render(touch))
+                    case .speech(let command, let time):
+                        if let line = Simulation.render(command, at: time) { print(line) }
+                    case .speechMode(let on, let time):
+                        print(Simulation.render(speechMode: on, at: time))
                     case .log(_, let message, let metadata):
                         note(message, metadata)
                     case .deliver, .control, .notify, .configureExecutors, .filterDevices, .forward,
@@ -125,6 +129,14 @@ struct Simulate: ParsableCommand {
                 case .wakeTouch(let touch):
                     wait(until: touch.time)
                     print(Simulation.render(touch))
+                    fflush(nil)
+                case .speech(let command, let time):
+                    wait(until: time)
+                    if let line = Simulation.render(command, at: time) { print(line) }
+                    fflush(nil)
+                case .speechMode(let on, let time):
+                    wait(until: time)
+                    print(Simulation.render(speechMode: on, at: time))
                     fflush(nil)
                 case .deliver(let delivery, let executor, _): deliveries.append((delivery, executor))
                 case .log(_, let message, let metadata): note(message, metadata)

@@ -160,6 +160,14 @@ struct Configuration: Sendable {
     /// attached to them) reach controller clients of the control socket only, never observers. The same key
     /// keeps a control's value out of speech.
     var privateControls: Set<String> = []
+    /// `[accessibility]`: explore by touch (Configuration+Accessibility.swift).
+    var accessibility = Accessibility()
+    /// Each control's `label` and `hint`, by id (only those that give one).
+    var controlSpeech: [String: Speech] = [:]
+    /// `[[element]]`, in declaration order.
+    var elements: [Element] = []
+    /// Each screen's `title` and `lang`, by id (only those that give one).
+    var screenSpeech: [String: ScreenSpeech] = [:]
     /// What may be wrong without making the file unusable (a command target's program missing, for one); `touchd
     /// check` prints them and `touchd run` logs them at every load.
     var warnings: [ConfigurationProblem] = []

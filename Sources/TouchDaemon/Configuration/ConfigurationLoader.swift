@@ -14,6 +14,7 @@ enum ConfigurationLoader {
         static let screens = 64
         static let targets = 256
         static let gestures = 256
+        static let elements = 1_000
         static let devices = 32
         static let actionsPerControl = 64
         static let respondsTo = 1_024
@@ -120,6 +121,8 @@ private struct Decoder {
         let screenIDs = screenTables.map { declareID($0, Schema.screen.id, kind: "screen") }
         let controlIDs = controlTables.map { declareID($0, Schema.control.id, kind: "control") }
         let gestureIDs = gestureTables.map { declareID($0, Schema.gesture.id, kind: "gesture") }
+        let elementTables = root.read(sections.element) ?? []
+        let elementIDs = elementTables.map { declareID($0, Schema.element.id, kind: "element") }
         let knownGroups = Set(groupIDs.compactMap { $0 })
 
         var groups: [Group] = []
@@ -136,10 +139,12 @@ private struct Decoder {
             groups.map { ($0.id, $0.parent.map { [$0] } ?? []) }, key: Schema.group.parent.name, kind: "group",
             tables: tablesByID(groupIDs, groupTables))
 
-        let screens = decodeScreens(screenTables, ids: screenIDs, groups: knownGroups, targets: targetsByName)
+        let (screens, screenSpeech) = decodeScreens(
+            screenTables, ids: screenIDs, groups: knownGroups, targets: targetsByName)
 
         var controls: [Control] = []
         var privateControls: Set<String> = []
+        var controlSpeech: [String: Configuration.Speech] = [:]
         /// Where each control's `to_app = false` comes from (its own key or a group's), for the filter's checks.
         var deadZoneSource: [String: String] = [:]
         let parentOf = Dictionary(groups.map { ($0.id, $0.parent) }, uniquingKeysWith: { first, _ in first })
@@ -147,6 +152,7 @@ private struct Decoder {
             let keys = Schema.control
             let ownToApp = table.read(keys.toApp).map { (value: $0, path: table.keyPath(keys.toApp.name)) }
             let isPrivate = table[keys.isPrivate]
+            let speech = Configuration.Speech(label: table.read(keys.label), hint: table.read(keys.hint))
             if var control = decodeControl(
                 table, id: id, tracking: tracking, groups: knownGroups, targets: targetsByName,
                 applicationEvents: applicationEvents)
@@ -164,6 +170,7 @@ private struct Decoder {
                     if !toApp.value { deadZoneSource[control.id] = toApp.path }
                 }
                 if isPrivate { privateControls.insert(control.id) }
+                if speech.label != nil || speech.hint != nil { controlSpeech[control.id] = speech }
                 controls.append(control)
             }
         }
@@ -199,6 +206,14 @@ private struct Decoder {
         checkFilterKeys(filter: filter, deadZones: deadZoneSource, gestures: gestures, gestureTables: gestureTablesByID)
         let idle = decodeIdle(targets: targetsByName, screens: Set(screenIDs.compactMap { $0 }))
         checkWakeTouch(filter: filter, idle: idle)
+        let elements = zip(elementTables, elementIDs).compactMap { table, id in
+            decodeElement(table, id: id, screens: Set(screenIDs.compactMap { $0 }))
+        }
+        let accessibility = decodeAccessibility(gestures: Set(gestureIDs.compactMap { $0 }))
+        checkAccessibility(
+            accessibility, filter: filter, controls: controls, controlSpeech: controlSpeech,
+            controlTables: tablesByID(controlIDs, controlTables), elements: elements,
+            elementTables: tablesByID(elementIDs, elementTables), groups: groups, screens: screens)
         root.finish()
 
         guard let output else { return nil }
@@ -208,7 +223,8 @@ private struct Decoder {
             filter: filter, idle: idle, targets: targets,
             applicationTarget: applicationTarget, applicationEvents: applicationEvents, screens: screens,
             groups: groups, controls: controls, gestures: gestures, privateControls: privateControls,
-            warnings: warnings.warnings)
+            accessibility: accessibility, controlSpeech: controlSpeech, elements: elements,
+            screenSpeech: screenSpeech, warnings: warnings.warnings)
     }
 
     // MARK: - Sections
@@ -550,9 +566,10 @@ private struct Decoder {
     /// The screens, the initial one first.
     private func decodeScreens(
         _ tables: [TableReader], ids: [String?], groups: Set<String>, targets: [String: Configuration.TargetDefinition]
-    ) -> [Screen] {
+    ) -> ([Screen], [String: Configuration.ScreenSpeech]) {
         let keys = Schema.screen
         var screens: [Screen] = []
+        var speech: [String: Configuration.ScreenSpeech] = [:]
         var initialScreen: Int?
         /// The first screen that says `initial = true`: its id (or its table's path) and where it says so.
         var firstInitial: (name: String, path: String)?
@@ -574,14 +591,18 @@ private struct Decoder {
                     if id != nil { initialScreen = screens.count }
                 }
             }
+            let spoken = Configuration.ScreenSpeech(title: table.read(keys.title), language: table.read(keys.lang))
             table.finish()
-            if let id { screens.append(Screen(id: id, groups: groupsOfScreen, target: target)) }
+            if let id {
+                screens.append(Screen(id: id, groups: groupsOfScreen, target: target))
+                if spoken.title != nil || spoken.language != nil { speech[id] = spoken }
+            }
         }
         if let initialScreen, initialScreen > 0 {
             // The scene shows the first screen first.
             screens.insert(screens.remove(at: initialScreen), at: 0)
         }
-        return screens
+        return (screens, speech)
     }
 
     private func decodeGroup(
@@ -788,5 +809,138 @@ private struct Decoder {
             idle.actions.append(Configuration.Idle.Action(events: valid, target: target, action: name))
         }
         return idle
+    }
+}
+
+// MARK: - Accessibility
+
+extension Decoder {
+    /// `[[element]]`: an application's item for explore by touch.
+    fileprivate func decodeElement(_ table: TableReader, id: String?, screens: Set<String>) -> Configuration.Element? {
+        defer { table.finish() }
+        let keys = Schema.element
+        let shape = shapes.shape(table, keys.shape)
+        let label = table.read(keys.label)
+        let hint = table.read(keys.hint)
+        let role = table[keys.role]
+        let isPrivate = table[keys.isPrivate]
+        var screen: String?
+        if let name = table.read(keys.screen) {
+            if screens.contains(name) {
+                screen = name
+            } else {
+                table.report(keys.screen.name, unknown("screen", name, screens, listing: "declared screens"))
+            }
+        }
+        var point: Point?
+        var pointValid = true
+        if let pointTable = table.read(keys.activationPoint) {
+            point = shapes.point(pointTable)
+            pointTable.finish()
+            pointValid = point != nil
+        }
+        guard let id, let shape = shape ?? nil, pointValid else { return nil }
+        let activation = point ?? shape.boundingBox.center
+        if !shape.contains(activation) {
+            let shapeKey = ShapeKey.names.first { table.contains($0) } ?? keys.activationPoint.name
+            table.report(
+                point == nil ? shapeKey : keys.activationPoint.name,
+                point == nil
+                    ? "the shape's centre (\(TableReader.format(activation.x)), \(TableReader.format(activation.y))) "
+                        + "is outside it, so a double tap would miss it: give activation_point = { x, y } inside"
+                    : "the activation point (\(TableReader.format(activation.x)), "
+                        + "\(TableReader.format(activation.y))) is outside the element's shape: a double tap would "
+                        + "tap something else")
+            return nil
+        }
+        return Configuration.Element(
+            id: id, shape: shape, speech: Configuration.Speech(label: label, hint: hint), role: role,
+            activationPoint: activation, screen: screen, isPrivate: isPrivate)
+    }
+
+    /// `[accessibility]`.
+    fileprivate func decodeAccessibility(gestures: Set<String>) -> Configuration.Accessibility {
+        var result = Configuration.Accessibility()
+        guard let table = root.read(Schema.root.accessibility) else { return result }
+        defer { table.finish() }
+        let keys = Schema.accessibility
+        result.enabled = table[keys.enabled]
+        if let name = table.read(keys.startGesture) {
+            if gestures.contains(name) {
+                result.startGesture = name
+            } else {
+                table.report(keys.startGesture.name, unknown("gesture", name, gestures, listing: "declared gestures"))
+            }
+        }
+        result.exitAfterIdle = table[keys.exitAfterIdle]
+        result.speechSocket = table.read(keys.speechSocket)
+        result.introduction = table[keys.introduction]
+        result.farewell = table[keys.farewell]
+        result.doubleTapTimeout = table[keys.doubleTapTimeout]
+        result.doubleTapSlopMillimetres = table[keys.doubleTapSlop]
+        result.hintDelay = table[keys.hintDelay]
+        result.swipeDistanceMillimetres = table[keys.swipeDistance]
+        result.swipeTime = table[keys.swipeTime]
+        result.hysteresis = table[keys.hysteresis]
+        result.pixelsPerMillimetre = table[keys.pixelsPerMillimetre]
+        for region in table.read(keys.passthrough) ?? [] {
+            defer { region.finish() }
+            if let rect = shapes.rect(region) { result.passthrough.append(rect) }
+        }
+        return result
+    }
+
+    /// What explore by touch needs of the rest of the file: a label on everything it reads out, elements that a
+    /// double tap can reach, and the filter that keeps exploring touches from the application.
+    fileprivate func checkAccessibility(
+        _ accessibility: Configuration.Accessibility, filter: Configuration.Filter, controls: [Control],
+        controlSpeech: [String: Configuration.Speech], controlTables: [String: TableReader],
+        elements: [Configuration.Element], elementTables: [String: TableReader], groups: [Group], screens: [Screen]
+    ) {
+        if accessibility.enabled && !filter.enabled {
+            warnings.report(
+                "\(Schema.root.accessibility.name).\(Schema.accessibility.enabled.name)",
+                "[accessibility] is enabled without [filter]: the application reads the touchscreen itself and "
+                    + "still receives every touch in speech mode (exploring presses what is under the finger), and "
+                    + "a double tap cannot reach an element; set [filter] enabled = true")
+        }
+        let contexts = LayoutChecks.contexts(of: controls, groups: groups, screens: screens)
+        let allScreens = Set(screens.map(\.id))
+        for element in elements {
+            guard let table = elementTables[element.id] else { continue }
+            let elementScreens = element.screen.map { [$0] as Set } ?? allScreens
+            for (control, context) in zip(controls, contexts)
+            where screens.isEmpty || !context.screens.isDisjoint(with: elementScreens) {
+                if control.shape.contains(element.activationPoint) {
+                    let key = Schema.element.activationPoint.name
+                    let given = table.contains(key)
+                    table.report(
+                        key,
+                        "the \(given ? "activation point" : "centre (no activation_point given)") of element "
+                            + "'\(element.id)' is on control '\(control.id)': a double tap would press the control, "
+                            + "not the application's element; \(given ? "move the point" : "give activation_point = { x, y }") "
+                            + "or move the control")
+                    break
+                } else if LayoutChecks.overlaps(element.shape, control.shape) {
+                    warnings.report(
+                        table.path,
+                        "element '\(element.id)' overlaps control '\(control.id)': exploring where they overlap "
+                            + "finds the control (touchd's controls lie above the application)")
+                }
+            }
+        }
+        guard accessibility.enabled else { return }
+        let label = Schema.label.name
+        // A label that is written but wrong has its own problem already.
+        for control in controls where controlTables[control.id]?.contains(label) == false {
+            controlTables[control.id]?.reportTable(
+                "control '\(control.id)' has no \(label), and [accessibility] is enabled: speech mode would say only "
+                    + "'\(Configuration.role(of: control))'; add label = \"…\"")
+        }
+        for element in elements where elementTables[element.id]?.contains(label) == false {
+            elementTables[element.id]?.reportTable(
+                "element '\(element.id)' has no \(label), and [accessibility] is enabled: speech mode would say "
+                    + "only '\(element.role)'; add label = \"…\"")
+        }
     }
 }

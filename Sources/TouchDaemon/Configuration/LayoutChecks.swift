@@ -102,7 +102,7 @@ enum LayoutChecks {
     }
 
     /// The screens where each control is active (every screen when none lists it), and the clips around it.
-    private static func contexts(
+    static func contexts(
         of controls: [Control], groups: [Group], screens: [Screen]
     ) -> [(screens: Set<String>, clips: [Shape])] {
         let groupsByID = Dictionary(groups.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })

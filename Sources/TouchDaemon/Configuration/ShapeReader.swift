@@ -77,6 +77,15 @@ struct ShapeReader {
         return Rect(x: x, y: y, width: width, height: height)
     }
 
+    /// `{ x, y }`.
+    func point(_ table: TableReader) -> Point? {
+        let keys = Schema.point
+        let x = coordinate(table, keys.x, length: bounds.width)
+        let y = coordinate(table, keys.y, length: bounds.height)
+        guard let x, let y else { return nil }
+        return Point(x: x, y: y)
+    }
+
     private func polygon(_ table: TableReader, _ key: String) -> Polygon? {
         let log = table.log
         guard let value = table.value(key) else { return nil }

@@ -68,6 +68,8 @@ struct ControlRequest: Hashable, Sendable {
         case unsubscribe
         /// Reloads the configuration file, as SIGHUP does; the answer is the new generation or every problem.
         case reload
+        /// Explore by touch: enters (true) or leaves (false) speech mode, or (nil) only reports it.
+        case speech(Bool?)
     }
 
     var client: ControlClientID
@@ -102,6 +104,7 @@ struct ControlError: Error, Hashable, Sendable {
         case invalidValue = "invalid_value"
         case lineTooLong = "line_too_long"
         case rateLimited = "rate_limited"
+        case speechUnavailable = "speech_unavailable"
         case timeout
         case tooManyClients = "too_many_clients"
         case unauthorized

@@ -24,7 +24,7 @@ enum ControlProtocol {
 
     /// The verbs a request's `type` may name.
     enum Verb: String, Hashable, Sendable, CaseIterable {
-        case hello, state, stats, set, send, screen, subscribe, unsubscribe, reload
+        case hello, state, stats, set, send, screen, subscribe, unsubscribe, reload, speech
 
         /// The members the verb takes besides `type` and `id`.
         var members: Set<String> {
@@ -35,6 +35,7 @@ enum ControlProtocol {
             case .send: ["control", "events"]
             case .screen: ["screen"]
             case .subscribe: ["kinds", "controls", "events", "gestures"]
+            case .speech: ["mode"]
             }
         }
     }
@@ -95,10 +96,10 @@ enum ControlProtocol {
     /// Why `command` needs the controller role, for the `unauthorized` refusal of an observer; nil when it does not.
     static func controllerReason(_ command: ControlRequest.Command) -> String? {
         switch command {
-        case .set, .send, .screen(.some), .reload: return "this verb needs the controller role"
+        case .set, .send, .screen(.some), .reload, .speech(.some): return "this verb needs the controller role"
         case .subscribe(let filter) where watchesContacts(filter):
             return "the contact kind needs the controller role (touch positions can reveal a PIN typed on the panel)"
-        case .state, .stats, .screen(.none), .subscribe, .unsubscribe: return nil
+        case .state, .stats, .screen(.none), .subscribe, .unsubscribe, .speech(.none): return nil
         }
     }
 
@@ -156,6 +157,12 @@ enum ControlProtocol {
             return .request(id: id, command: .unsubscribe)
         case .reload:
             return .request(id: id, command: .reload)
+        case .speech:
+            guard let mode = try string("mode", in: value, required: false) else {
+                return .request(id: id, command: .speech(nil))
+            }
+            guard mode == "on" || mode == "off" else { throw .badRequest("\"mode\" must be \"on\" or \"off\"") }
+            return .request(id: id, command: .speech(mode == "on"))
         }
     }
 

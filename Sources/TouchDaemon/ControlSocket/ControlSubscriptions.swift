@@ -15,6 +15,8 @@ struct ControlSubscriptions {
     /// The kinds of events a subscriber can ask for (docs/control-socket.md, "Events").
     enum Kind: String, CaseIterable, Sendable {
         case control, gesture, state, screen, device, config
+        /// Speech mode started or ended, or its focus moved (docs/accessibility.md).
+        case speech
         /// Live contacts with their positions (`touchd ctl monitor`): controllers only, and only when asked for by
         /// name, never part of "every kind".
         case contact

@@ -269,6 +269,10 @@ final class Daemon {
             executors.configure(configuration)
         case .output, .idle, .wakeTouch:
             break  // only an observer asks for them (the engine is not made with observesOutput here)
+        case .speech, .speechMode:
+            // The SSIP client (Speech/) performs them once it is wired in; until then no speech server is reported
+            // available to the engine, so speech mode never starts and touches flow as usual (rule 3).
+            break
         case .reloadConfiguration(let requester):
             reloadRequesters.append(requester)
         case .filterDevices(let devices, let cancelWith, let axes):

@@ -141,6 +141,18 @@ extension Engine {
         case .reload:
             effects.append(.log(.info, "reload asked over the control socket", ["client": "\(client)"]))
             effects.append(.reloadConfiguration(requestedBy: ControlRequester(client: client, id: id)))
+        case .speech(let mode):
+            if let mode {
+                if let reason = requestSpeechMode(mode, at: now, into: &effects) {
+                    return refuse(
+                        request, code: .speechUnavailable, "speech mode cannot start: \(reason)", into: &effects)
+                }
+                effects.append(
+                    .log(
+                        .info, "speech mode asked over the control socket",
+                        ["client": "\(client)", "mode": "\(speechModeName)"]))
+            }
+            effects.append(.control(.response(client: client, id: id, result: speechJSON(for: request.role))))
         }
     }
 
@@ -238,6 +250,7 @@ extension Engine {
         if changed {
             effects.append(.log(.info, message, ["screen": "\(screen)"]))
             broadcastScreen(screen, into: &effects)
+            speechScreenChanged(at: time, into: &effects)
         }
     }
 
@@ -293,6 +306,7 @@ extension Engine {
                     return entry.line
                 }))
         line.add("contacts", scene.contactCount)
+        if configuration.accessibility.enabled { line.add("speech", json: speechJSON(for: role)) }
         return line.line
     }
 
@@ -346,6 +360,11 @@ extension Engine {
         line.add("diagnostics", statistics.diagnostics)
         line.add("reloads", statistics.reloads)
         line.add("reload_failures", statistics.reloadFailures)
+        var spoken = JSONLine()
+        spoken.add("sessions", speech.sessions)
+        spoken.add("activations", speech.activations)
+        spoken.add("failures", speech.failures)
+        line.add("speech", json: spoken.line)
         line.add("libinput_lost_event_warnings", edge.lostEventWarnings)
         line.add("processing", json: Self.histogramJSON(edge.processing))
         line.add("handling", json: Self.histogramJSON(edge.handling))

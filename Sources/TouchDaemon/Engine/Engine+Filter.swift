@@ -274,7 +274,9 @@ extension Engine {
             // hold a touch of the old one (``FilterState/following``): the twin's number carries the generation.
             let appTouch = UInt64(truncatingIfNeeded: generation) &<< 48 | (record.touch & 0xFFFF_FFFF_FFFF)
             if record.phase == .down {
-                guard let origin = router.origin(of: record.contact) else { continue }
+                // A tap speech mode synthesizes goes to the twin of the touchscreen last explored on.
+                guard let origin = router.origin(of: record.contact) ?? syntheticOrigin(of: record.contact)
+                else { continue }
                 device = origin.device
                 slot = origin.slot
                 filter.touchDevice[appTouch] = device

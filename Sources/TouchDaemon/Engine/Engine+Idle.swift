@@ -162,6 +162,7 @@ extension Engine {
                 into: &effects)
             effects.append(.log(.info, "idle: screen switched", ["screen": "\(screen)"]))
             broadcastScreen(screen, into: &effects)
+            speechScreenChanged(at: time, into: &effects)
         }
         var fired: [IdleTransition.Fired] = []
         for entry in idle.actions where entry.events.contains(event) {

@@ -33,6 +33,11 @@ enum Effect: Sendable {
     /// A controller asked over the control socket for a reload: read the file and hand the outcome to
     /// ``Engine/reload(_:path:now:requesters:)`` with this requester, who gets the answer.
     case reloadConfiguration(requestedBy: ControlRequester)
+    /// Explore by touch: a command for the speech server (Speech/SpeechCommand.swift), in order; `time` is the input's
+    /// or the deadline's. `touchd run` hands it to the SSIP client, `touchd simulate` prints what is spoken.
+    case speech(SpeechCommand, at: Instant)
+    /// Explore by touch: speech mode started (`on`) or ended at `time`.
+    case speechMode(on: Bool, at: Instant)
 
     enum Notification: Equatable, Sendable {
         /// `READY=1` with the status: after start and after a reload (taken or refused).
@@ -85,10 +90,16 @@ struct Engine {
     private(set) var sceneDeadline: Instant?
     /// `[idle]`'s clock (Engine+Idle.swift).
     var idleClock = IdleClock()
-    /// When the engine next needs ``advance(to:)``, if ever: the scene's deadline or idle's.
+    /// Explore by touch: speech mode (Engine+Speech.swift).
+    var speech = SpeechModeState()
+    /// When the engine next needs ``advance(to:)``, if ever: the scene's deadline, idle's or speech mode's.
     var nextDeadline: Instant? {
-        guard let idle = idleClock.deadline else { return sceneDeadline }
-        return sceneDeadline.map { min($0, idle) } ?? idle
+        var deadline = sceneDeadline
+        if let idle = idleClock.deadline { deadline = deadline.map { min($0, idle) } ?? idle }
+        if speech.isOn || configuration.accessibility.enabled, let spoken = speechDeadline {
+            deadline = deadline.map { min($0, spoken) } ?? spoken
+        }
+        return deadline
     }
     /// Whether debug lines (every control event and action) are wanted; building them costs time on every touch.
     let logsDebug: Bool
@@ -133,7 +144,8 @@ struct Engine {
     /// Whether anything reads the scene's event records on every frame: the debug lines and an observer. A contact
     /// watcher reads them too, and turns them on for its frames (``handleWatched(_:device:fromInput:now:into:)``).
     /// Otherwise the scene only counts its events, for the statistics.
-    var readsRecords: Bool { logsDebug || observesOutput }
+    /// With a start gesture for speech mode, the scene's gesture records say when it is recognized.
+    var readsRecords: Bool { logsDebug || observesOutput || configuration.accessibility.startGesture != nil }
 
     // MARK: - Input
 
@@ -234,6 +246,8 @@ struct Engine {
     ) {
         let hadSamples = !frame.samples.isEmpty
         idleBeforeFrame(&frame, fromInput: fromInput, now: now, into: &effects)
+        // Speech mode keeps the touches from the scene (and the application) and explores with them instead.
+        if speechIntercepts { speechBeforeFrame(&frame, into: &effects) }
         if hadSamples && frame.samples.isEmpty {
             idleAfterFrame(at: frame.time)
             return
@@ -248,6 +262,7 @@ struct Engine {
             deliver(taking: &output, at: frame.time, device: device, fromInput: fromInput, now: now, into: &effects)
             sceneOutput = output  // emptied by the scene when it writes the next frame into it
         }
+        speechAfterScene(at: frame.time, into: &effects)
         idleAfterFrame(at: frame.time)
     }
 
@@ -259,8 +274,10 @@ struct Engine {
         let time = Instant(microseconds: now)
         if let due = sceneDeadline, now >= due.microseconds {
             deliver(scene.advance(to: time), at: time, device: nil, fromInput: false, now: now, into: &effects)
+            speechAfterScene(at: time, into: &effects)
         }
         fireIdleIfDue(at: time, now: now, into: &effects)
+        advanceSpeech(to: time, into: &effects)
         return effects
     }
 
@@ -392,6 +409,7 @@ struct Engine {
                     .warning, "the [control_socket] settings changed; they apply at the next start",
                     ["config": "\(path)"]))
         }
+        speechReloaded(at: scene.now, into: &effects)
         broadcastConfig("reloaded", into: &effects)
         answerReload(requesters, into: &effects)
         lastStatus = status
@@ -514,6 +532,7 @@ struct Engine {
                         "contact": "\(record.contact.map { "\($0)" } ?? "-")", "state": "\(record.state)",
                     ]))
         case .gesture(let record):
+            if configuration.accessibility.startGesture != nil { noteGesture(record) }
             guard logsDebug else { return }
             effects.append(
                 .log(

@@ -42,6 +42,11 @@ enum MessageID: String, CaseIterable, Sendable, CustomStringConvertible {
     case filterStarted = "3a01d02354d64113aaa1b34f8af06192"
     /// Filter mode: a touchscreen could not be grabbed or twinned (busy, no /dev/uinput); the application reads it.
     case filterRefused = "113504012d2c4033951c9c2834afeea5"
+    /// Explore by touch: speech mode started or ended (the reason is in the `reason` field).
+    case speechMode = "a9eeace8673641638d778ad945a2cf62"
+    /// Explore by touch: the speech server cannot speak, so speech mode did not start or ended, and touches reach the
+    /// application as usual (rule 3).
+    case speechUnavailable = "0ee281785307457ba57787e5fd8e084e"
 
     /// The metadata key the journal handler reads the id from.
     static let metadataKey = "message_id"

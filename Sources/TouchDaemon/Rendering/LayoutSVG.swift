@@ -138,8 +138,33 @@ struct LayoutSVG {
                     name: "gesture \(gesture.id)"))
         }
         svg += "</g>\n"
+        let elements = configuration.elements.filter { element in
+            screen == nil || element.screen == nil || element.screen == screen
+        }
+        if !elements.isEmpty {
+            // Explore by touch: what the application draws, as declared, with where a double tap taps it.
+            svg += "<g id=\"elements\">\n"
+            for element in elements {
+                svg += path(
+                    element.shape,
+                    attributes:
+                        "class=\"element\" data-element=\"\(escape(element.id))\" fill=\"none\" stroke=\"#16a085\" "
+                        + "stroke-width=\"3\" stroke-dasharray=\"2 5\"")
+                let point = element.activationPoint
+                svg +=
+                    "<circle class=\"activation-point\" cx=\"\(n(point.x))\" cy=\"\(n(point.y))\" r=\"6\" "
+                    + "fill=\"#16a085\"/>\n"
+                let box = element.shape.boundingBox
+                let lines = ["element \(element.id)", element.speech.label.map { "“\($0)”" } ?? element.role]
+                labels.append(
+                    Label(
+                        lines: lines, color: "#0e6655", preferred: Point(x: box.minX + 4, y: box.minY + 4),
+                        anchor: Point(x: box.minX, y: box.minY), name: "element \(element.id)"))
+            }
+            svg += "</g>\n"
+        }
         // What the legend should hide least: the controls drawn, and the gestures' regions.
-        var obstacles = controls.map(\.shape.boundingBox)
+        var obstacles = controls.map(\.shape.boundingBox) + elements.map(\.shape.boundingBox)
         for gesture in configuration.gestures where isLive(gesture, groupScreens, shownGroups) && gesture.shape != nil {
             obstacles.append(region(of: gesture).boundingBox)
         }
@@ -158,6 +183,9 @@ struct LayoutSVG {
             "dashed outline: disabled", "hatched: gesture region",
         ]
         if filtering { items.append("red cross-hatch: never reaches the application (to_app = false)") }
+        if !configuration.elements.isEmpty {
+            items.append("dotted green: application element, dot: its activation point")
+        }
         var lines: [String] = []
         let room = width - 16 - 2 * padding
         for item in items {

@@ -25,6 +25,8 @@ struct Simulation {
         self.engine = Engine(configuration: configuration, scene: try configuration.makeScene(), observesOutput: true)
         // Time 0 is the start: `[idle]`'s clock starts there, as the daemon's starts when it is ready.
         self.engine.armIdle(at: .zero)
+        // simulate prints what would be spoken: its speech server always can.
+        _ = self.engine.speechAvailability(true, now: 0)
     }
 
     /// Feeds every frame of a touch script, firing due deadlines in between, and returns the output lines.
@@ -45,6 +47,9 @@ struct Simulation {
                         lines += Self.render(output, at: time, configuration: configuration)
                     case .idle(let transition): lines += Self.render(transition)
                     case .wakeTouch(let touch): lines.append(Self.render(touch))
+                    case .speech(let command, let time):
+                        if let line = Self.render(command, at: time) { lines.append(line) }
+                    case .speechMode(let on, let time): lines.append(Self.render(speechMode: on, at: time))
                     default: continue
                     }
                 }
@@ -118,6 +123,35 @@ struct Simulation {
             json.add("responder", fired.responder)
             return json.line
         }
+    }
+
+    /// What speech mode says: `{"type":"speech","time_ms":…,"text":"…"}` for each utterance, in order, and
+    /// `{"type":"sound","time_ms":…,"icon":"end-of-list"}` for a sound icon; nil for cancel, pause and resume, which
+    /// say nothing by themselves.
+    static func render(_ command: SpeechCommand, at time: Instant) -> String? {
+        var json = JSONLine()
+        switch command {
+        case .speak(let utterance):
+            json.add("type", "speech")
+            json.add("time_ms", milliseconds: time.microseconds)
+            json.add("text", utterance.text)
+        case .soundIcon(let icon):
+            json.add("type", "sound")
+            json.add("time_ms", milliseconds: time.microseconds)
+            json.add("icon", icon)
+        case .cancel, .pause, .resume:
+            return nil
+        }
+        return json.line
+    }
+
+    /// Speech mode started or ended: `{"type":"speech_mode","time_ms":…,"on":true}`.
+    static func render(speechMode on: Bool, at time: Instant) -> String {
+        var json = JSONLine()
+        json.add("type", "speech_mode")
+        json.add("time_ms", milliseconds: time.microseconds)
+        json.add("on", on)
+        return json.line
     }
 
     /// A touch-down that nobody sees because it woke the kiosk (`[idle]`):

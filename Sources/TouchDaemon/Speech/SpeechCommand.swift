@@ -20,4 +20,7 @@ enum SpeechCommand: Sendable, Equatable {
     /// A two-finger tap pauses (`PAUSE self`) or resumes (`RESUME self`) speech.
     case pause
     case resume
+    /// A short sound instead of words (SSIP `SOUND_ICON name`): the end of the list when a swipe finds no next or
+    /// previous item, the end of an adjustable item's range.
+    case soundIcon(String)
 }

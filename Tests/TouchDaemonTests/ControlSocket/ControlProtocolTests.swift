@@ -51,6 +51,9 @@ struct ControlProtocolTests {
                         ControlSubscriptionFilter(kinds: ["control"], controls: [], events: ["a"], gestures: ["g"])))
             ),
             (#"{"type":"unsubscribe","id":9}"#, .request(id: .number(9), command: .unsubscribe)),
+            (#"{"type":"speech","id":10}"#, .request(id: .number(10), command: .speech(nil))),
+            (#"{"type":"speech","id":10,"mode":"on"}"#, .request(id: .number(10), command: .speech(true))),
+            (#"{"type":"speech","id":10,"mode":"off"}"#, .request(id: .number(10), command: .speech(false))),
         ]
         for (text, expected) in cases {
             #expect(decode(text) == .success(expected), "\(text)")

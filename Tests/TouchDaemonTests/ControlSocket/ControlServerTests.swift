@@ -825,6 +825,7 @@ private final class FakeInput: Sendable {
             case .send: verb = "send"
             case .screen: verb = "screen"
             case .reload: verb = "reload"
+            case .speech: verb = "speech"
             case .subscribe, .unsubscribe: verb = "?"
             }
             return [.response(client: client, id: request.id, result: #"{"verb":"\#(verb)"}"#)]

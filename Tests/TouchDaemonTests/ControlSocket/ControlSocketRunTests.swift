@@ -244,6 +244,32 @@ struct ControlSocketRunTests {
         #expect(missing.error.contains("cannot connect"))
     }
 
+    /// Explore by touch under `touchd run`: without a speech server (none is wired in yet, and none runs here) speech
+    /// mode cannot start, and ctl says so; the stats count the refusal (rule 3). No `[filter]`: the host has no uinput
+    /// (check warns, and the file loads).
+    @Test("touchd ctl speech: the mode, and a refusal without a speech server")
+    func ctlSpeech() throws {
+        let accessible = TouchdProcess.runningConfiguration.replacingOccurrences(
+            of: "[application_events]",
+            with: """
+                [accessibility]
+                enabled = true
+
+                [application_events]
+                """
+        ).replacingOccurrences(of: "kind = \"button\"\n", with: "kind = \"button\"\nlabel = \"Pay\"\n")
+            .replacingOccurrences(of: "kind = \"slider\"\n", with: "kind = \"slider\"\nlabel = \"Volume\"\n")
+        let running = try TouchdProcess.Running(configuration: accessible)
+        let shown = try running.ctl(["speech"])
+        #expect(shown.status == 0, "\(shown.error)")
+        #expect(shown.output == "speech mode off, no speech server\n")
+        let refused = try running.ctl(["speech", "on"])
+        #expect(refused.status == 1)
+        #expect(refused.error.contains("speech_unavailable"))
+        #expect(try running.ctl(["state"]).output.contains("speech mode off, no speech server"))
+        #expect(try running.ctl(["stats"]).output.contains("speech.failures: 1"))
+    }
+
     /// `ctl --json reload` on a broken file and `ctl --json send NOSUCH touchUpInside` printed
     /// nothing on standard output; with --json every response, refusals included, is printed as received.
     @Test("touchd ctl --json prints refusals on standard output, with exit status 1")

@@ -371,4 +371,22 @@ struct RenderLayoutTests {
         #expect(Render.path("a.b/layout", screen: "home") == "a.b/layout-home")
         #expect(Render.path(".svg", screen: "home") == ".svg-home")
     }
+
+    /// Explore by touch's elements: drawn dotted on their own screen only, each with its activation point.
+    @Test("elements are drawn on their screen with their activation points")
+    func elements() throws {
+        let path = TestSupport.packageRoot.appendingPathComponent("config/accessible-kiosk.toml").path
+        let configuration = try ConfigurationLoader.load(path: path).get()
+        for (screen, expected) in [("fares", ["single", "day"]), ("payment", ["card"])] {
+            let drawn = Self.elements(Self.svg(configuration, screen: screen))
+            let outlines = drawn.filter { $0.attributes["class"] == "element" }
+            #expect(outlines.map { $0.attributes["data-element"] ?? "" } == expected)
+            let points = drawn.filter { $0.attributes["class"] == "activation-point" }
+            #expect(points.count == expected.count)
+            if screen == "payment" {
+                #expect(points.first?.number("cx") == 300 && points.first?.number("cy") == 275)
+            }
+            Self.expectApart(Self.labelBoxes(drawn), in: configuration.output.bounds)
+        }
+    }
 }

@@ -76,6 +76,30 @@ struct GoldenTests {
         #expect(!app.contains { $0.contains(#""time_ms":70000"#) })
     }
 
+    /// Explore by touch (docs/accessibility.md) on config/accessible-kiosk.toml: checked by hand against the contract's
+    /// rules before it was frozen. The corner held 3 s starts speech mode (the browser's touch ends there); exploring
+    /// speaks each item at once, the hint 400 ms later, touching the focused item again repeats it at once; a
+    /// double tap gives the browser exactly one down/up at the element's centre; swipes walk the reading order and
+    /// step the slider (only the new value spoken); a two-finger tap pauses, another resumes with the last
+    /// announcement; the signature pad passes through; the payment screen speaks its title in German; the private
+    /// key's activation says nothing; the end of the list is a sound; a split tap activates; the corner ends it.
+    @Test("examples/accessible-kiosk.touch on config/accessible-kiosk.toml")
+    func accessibleKiosk() throws {
+        let actual = try Self.simulate(
+            script: TestSupport.packageRoot.appendingPathComponent("examples/accessible-kiosk.touch").path,
+            config: TestSupport.packageRoot.appendingPathComponent("config/accessible-kiosk.toml").path)
+        #expect(actual == (try Self.golden("accessible-kiosk.jsonl")))
+        let app = actual.filter { $0.hasPrefix(#"{"type":"app""#) }
+        // The corner's touch until speech mode took it, the one activation, the signature, the tap after the end.
+        #expect(app.count == 9)
+        #expect(
+            actual.filter { $0.hasPrefix(#"{"type":"speech_mode""#) } == [
+                #"{"type":"speech_mode","time_ms":3000,"on":true}"#,
+                #"{"type":"speech_mode","time_ms":21000,"on":false}"#,
+            ])
+        #expect(actual.contains(#"{"type":"speech","time_ms":4000,"text":"Single ticket, 3 euros, button"}"#))
+    }
+
     /// The attract loop of config/kiosk.toml: `idle` 120 s after start (start-up counts as a lift) and again 120 s
     /// after the next lift, each once; `wake` at the touch-down after each, then a `wake_touch` line and nothing else
     /// of that touch (it reaches no control: the start button under it stays quiet); the next tap is the button's.

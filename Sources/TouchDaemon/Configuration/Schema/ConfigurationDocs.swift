@@ -32,6 +32,8 @@ enum ConfigurationDocs {
             ("gesture", Schema.gesture.schema, .all),
             ("gesture.actions", Schema.gestureAction.schema, .all),
             ("idle", Schema.idle.schema, .all),
+            ("accessibility", Schema.accessibility.schema, .all),
+            ("element", Schema.element.schema, .all),
         ]
 
     static let end = "<!-- /keys -->"

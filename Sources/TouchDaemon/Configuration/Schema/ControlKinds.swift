@@ -54,6 +54,8 @@ struct ControlKeys: KeyTable {
         "repeat_slop", .number(0...1_000, unit: "px"), absent: Self.tracking(Schema.tracking.repeatSlop),
         example: "repeat_slop = 20")
     let target = Schema.target(of: "control")
+    let label = Schema.label
+    let hint = Schema.hint
 
     // Keys of some kinds.
     let minimum = Setting(

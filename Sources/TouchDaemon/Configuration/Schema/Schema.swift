@@ -77,6 +77,8 @@ struct RootKeys: KeyTable {
     let control = Key("control", .tables(Schema.control.schema, limit: Limits.controls), example: "[[control]]")
     let gesture = Key("gesture", .tables(Schema.gesture.schema, limit: Limits.gestures), example: "[[gesture]]")
     let idle = Key("idle", .table(Schema.idle.schema), example: "[idle]")
+    let accessibility = Key("accessibility", .table(Schema.accessibility.schema), example: "[accessibility]")
+    let element = Key("element", .tables(Schema.element.schema, limit: Limits.elements), example: "[[element]]")
 }
 
 struct OutputKeys: KeyTable {
@@ -246,6 +248,20 @@ struct ScreenKeys: KeyTable {
     let target = Schema.target(of: "screen")
     let initial = Setting(
         "initial", .boolean, default: false, allowed: "at most one screen may be `true`", example: "initial = true")
+    let title = Key(
+        "title", Schema.speechText("title"), absent: "absent: the screen's id is not spoken",
+        doc: "speech mode says it when the screen is shown (docs/accessibility.md)", example: "title = \"Fares\"")
+    let lang = Key(
+        "lang",
+        .string(allowed: "a language tag as speech-dispatcher takes it: 2–35 ASCII letters, digits and `-`") {
+            ScreenKeys.isLanguageTag($0) ? nil : "'\($0)' is not a language tag (like \"de\", \"en-GB\")"
+        }, absent: "absent: the speech server's default",
+        doc: "the language speech mode speaks this screen in", example: "lang = \"de\"")
+
+    static func isLanguageTag(_ tag: String) -> Bool {
+        (2...35).contains(tag.utf8.count) && tag.first?.isLetter == true && tag.last != "-"
+            && tag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+    }
 }
 
 struct GroupKeys: KeyTable {
