@@ -41,9 +41,9 @@ struct EngineTwinSpaceTests {
 
     /// A driver whose touchscreens `ids` the loop grabbed and twinned, with the axes the engine planned for them.
     static func filtering(_ text: String, devices ids: [Int] = [1], names: [String]? = nil) throws -> (
-        EngineTests.Driver, [Int: TwinAxes]
+        EngineHarness.Driver, [Int: TwinAxes]
     ) {
-        var driver = try EngineTests.Driver(text)
+        var driver = try EngineHarness.Driver(text)
         var axes: [Int: TwinAxes] = [:]
         for (index, id) in ids.enumerated() {
             for case .filterDevices(_, _, let planned) in driver.plug(id, name: names?[index] ?? "panel") {
@@ -51,7 +51,7 @@ struct EngineTwinSpaceTests {
             }
         }
         let results = ids.enumerated().map { index, id in
-            (device: EngineTests.Driver.device(id, name: names?[index] ?? "panel"), outcome: GrabOutcome.grabbed)
+            (device: EngineHarness.Driver.device(id, name: names?[index] ?? "panel"), outcome: GrabOutcome.grabbed)
         }
         _ = driver.engine.filterApplied(results)
         return (driver, axes)
@@ -73,11 +73,11 @@ struct EngineTwinSpaceTests {
     /// Taps at `deviceX, deviceY` (normalised panel coordinates, ×1000 as the driver takes them) on `device` and
     /// returns where touchd's control saw it and where the compositor delivers the twin's report.
     static func tap(
-        _ driver: inout EngineTests.Driver, at deviceX: Double, _ deviceY: Double, device: Int = 1,
+        _ driver: inout EngineHarness.Driver, at deviceX: Double, _ deviceY: Double, device: Int = 1,
         axes: [Int: TwinAxes], output: (width: Double, height: Double) = (800, 1280)
     ) throws -> (seen: Point, app: Point, frameDevice: Int) {
         let effects = driver.frame([.down(0, deviceX, deviceY)], device: device)
-        let seen = try #require(EngineTests.deliveryValues(effects).first { $0.action == "seen" })
+        let seen = try #require(EngineHarness.deliveryValues(effects).first { $0.action == "seen" })
         let frame = try #require(EngineFilterTests.frames(effects).first)
         let change = try #require(frame.changes.first { $0.phase == .down })
         guard case .output(let outputAxes) = try #require(axes[frame.device]) else {
@@ -177,7 +177,7 @@ struct EngineTwinSpaceTests {
         var (driver, axes) = try Self.filtering(Self.configuration(twinSpace: "device"))
         #expect(axes == [1: .device])
         let effects = driver.engine.reload(
-            .loaded(try EngineTests.load(Self.configuration(twinSpace: "output"))), path: "engine.toml",
+            .loaded(try EngineHarness.load(Self.configuration(twinSpace: "output"))), path: "engine.toml",
             now: driver.now)
         let plans = effects.compactMap {
             if case .filterDevices(let d, _, let a) = $0 { (d.map(\.id), a) } else { nil }
@@ -190,24 +190,24 @@ struct EngineTwinSpaceTests {
         }
         // Until the loop says it made the new twin, nothing goes to the old one.
         #expect(EngineFilterTests.frames(driver.tap(at: 500, 500)).isEmpty)
-        _ = driver.engine.filterApplied([(EngineTests.Driver.device(1), .grabbed)])
+        _ = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .grabbed)])
         #expect(EngineFilterTests.frames(driver.tap(at: 500, 500)).count == 2)
         // The same file again plans nothing.
         let again = driver.engine.reload(
-            .loaded(try EngineTests.load(Self.configuration(twinSpace: "output"))), path: "engine.toml",
+            .loaded(try EngineHarness.load(Self.configuration(twinSpace: "output"))), path: "engine.toml",
             now: driver.now)
         #expect(EngineFilterTests.plans(again).isEmpty)
     }
 
     @Test("check explains the choice")
     func checkSummary() throws {
-        let output = try EngineTests.load(Self.configuration(rotation: 90))
+        let output = try EngineHarness.load(Self.configuration(rotation: 90))
         #expect(output.summary.contains { $0.hasPrefix("twin_space = \"output\"") && $0.contains("800×1280") })
-        let device = try EngineTests.load(Self.configuration(rotation: 90, twinSpace: "device"))
+        let device = try EngineHarness.load(Self.configuration(rotation: 90, twinSpace: "device"))
         let line = try #require(device.summary.first { $0.hasPrefix("twin_space = \"device\"") })
         // A turned panel under device space: say what a compositor that does not turn touch would do.
         #expect(line.contains("twin_space = \"output\" makes them agree"))
-        let plain = try EngineTests.load(Self.configuration(width: 1280, height: 800, twinSpace: "device"))
+        let plain = try EngineHarness.load(Self.configuration(width: 1280, height: 800, twinSpace: "device"))
         #expect(plain.summary.contains { $0.hasPrefix("twin_space = \"device\"") && !$0.contains("makes them agree") })
     }
 }
