@@ -42,6 +42,9 @@ enum MessageID: String, CaseIterable, Sendable, CustomStringConvertible {
     case filterStarted = "3a01d02354d64113aaa1b34f8af06192"
     /// Filter mode: a touchscreen could not be grabbed or twinned (busy, no /dev/uinput); the application reads it.
     case filterRefused = "113504012d2c4033951c9c2834afeea5"
+    /// The speech server (speech-dispatcher's SSIP socket) cannot be reached, or the connection to it was lost: explore
+    /// by touch cannot speak until it is back.
+    case speechUnavailable = "c3c108197578428bb2529b1d3487a67e"
 
     /// The metadata key the journal handler reads the id from.
     static let metadataKey = "message_id"
