@@ -18,8 +18,8 @@ final class Daemon {
     private let notifier: Notifier
     /// Socket targets and commands.
     let executors: Executors
-    /// The executors and the control server, stopped in their order at shutdown.
-    private let workers: WorkerGroup
+    /// The executors, the control server and speech, stopped in their order at shutdown.
+    let workers: WorkerGroup
     var input: LibinputContext?
     /// From each frame's libinput timestamp to its actions being handed to their executor.
     private(set) var processing = LatencyHistogram()
@@ -147,6 +147,11 @@ final class Daemon {
             lockIndex = descriptors.count
             descriptors.append(instanceLock.fileDescriptor)
         }
+        var speechIndex: Int?
+        if let speech = workers.speech?.fileDescriptor {
+            speechIndex = descriptors.count
+            descriptors.append(speech)
+        }
         let waiting: ReadyWait
         do {
             waiting = try ReadyWait(descriptors)
@@ -204,6 +209,8 @@ final class Daemon {
             }
             // A second instance asked who holds the seat (it read our pid from the connection).
             if let index = lockIndex, ready.contains(index) { instanceLock?.drain() }
+            // The speech server came or went (Daemon+Speech.swift).
+            if let index = speechIndex, ready.contains(index) { handleSpeechAvailability() }
             // After the input, so that a request sees the touches that came with it.
             if let index = controlIndex, ready.contains(index) { handleControlNotes() }
             // The clock only when something can be due.

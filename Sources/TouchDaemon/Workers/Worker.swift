@@ -18,7 +18,8 @@ protocol Worker: AnyObject, Sendable {
 /// 1. The control server, within 500 ms: subscribers get their `shutdown` line and have it flushed, so they know the
 ///    connection's end is not a crash.
 /// 2. The socket targets, within 1 s: their queued messages are flushed while the commands still run.
-/// 3. The commands: SIGTERM to their process groups, SIGKILL after 1 s of grace.
+/// 3. Speech (explore by touch's SSIP client), within 500 ms: what speech mode said last is sent, then `QUIT`.
+/// 4. The commands: SIGTERM to their process groups, SIGKILL after 1 s of grace.
 struct WorkerGroup: Sendable {
     /// How long the control server has to flush its clients' last lines.
     static let controlFlush: UInt64 = 500_000
@@ -27,8 +28,19 @@ struct WorkerGroup: Sendable {
     /// How long running commands get between SIGTERM and SIGKILL at stop.
     static let commandGrace: UInt64 = 1_000_000
 
+    /// How long the speech client has to send what is queued at stop.
+    static let speechFlush: UInt64 = 500_000
+
     let control: (any Worker)?
     let executors: Executors
+    /// Explore by touch's speech; nil where there is none (`touchd simulate --execute` without speech).
+    let speech: SpeechEdge?
+
+    init(control: (any Worker)?, executors: Executors, speech: SpeechEdge? = nil) {
+        self.control = control
+        self.executors = executors
+        self.speech = speech
+    }
 
     /// Stops every worker, in order. `commandsMayFinishWithin`: how long running commands may go on by themselves
     /// before they get SIGTERM (`touchd simulate --execute` lets them run their timeout's worth; `touchd run` stops
@@ -36,6 +48,7 @@ struct WorkerGroup: Sendable {
     func stop(commandsMayFinishWithin: UInt64 = 0) {
         control?.stop(withinMicroseconds: Self.controlFlush)
         executors.sockets.stop(withinMicroseconds: Self.socketFlush)
+        speech?.stop(withinMicroseconds: Self.speechFlush)
         let deadline = monotonicMicroseconds() &+ commandsMayFinishWithin
         while executors.commands.runningCount > 0, monotonicMicroseconds() < deadline { usleep(10_000) }
         executors.commands.stop(withinMicroseconds: Self.commandGrace)
