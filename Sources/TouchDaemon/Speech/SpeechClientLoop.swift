@@ -42,6 +42,8 @@ final class SpeechClientLoop: WorkerLoop {
         /// The text and its dot line: `225` queues it.
         case text
         case cancel, pause, resume
+        /// At stop, once everything else was sent: the server answers `231` and ends the session.
+        case quit
 
         /// The command's name in log lines.
         var name: String {
@@ -55,6 +57,7 @@ final class SpeechClientLoop: WorkerLoop {
             case .cancel: "CANCEL"
             case .pause: "PAUSE"
             case .resume: "RESUME"
+            case .quit: "QUIT"
             }
         }
     }
@@ -77,6 +80,9 @@ final class SpeechClientLoop: WorkerLoop {
         /// The rest of the current command's exchanges (a `SPEAK`'s text after its `230`, ...).
         var plan: [Exchange] = []
         var handshaken = false
+        /// At stop: QUIT is planned or sent, and its answer came.
+        var quitQueued = false
+        var quitAnswered = false
         var priority: Utterance.Priority?
         var language: String?
 
@@ -123,10 +129,13 @@ final class SpeechClientLoop: WorkerLoop {
     func pass(now: UInt64, phase: WorkerPhase) -> WorkerWait {
         var stoppingBy: UInt64?
         if case .stopping(let deadline) = phase {
-            // Ends once nothing is left to say, the deadline has passed, or there is no server to say it to.
-            guard now < deadline, case .connected(let session) = connection, session.handshaken,
-                !session.isIdle || !core.state.withLock({ $0.queue.isEmpty })
+            // Ends once everything was said and QUIT answered, the deadline has passed, or there is no server.
+            guard now < deadline, case .connected(let session) = connection, session.handshaken, !session.quitAnswered
             else { return .end }
+            if session.isIdle, !session.quitQueued, core.state.withLock({ $0.queue.isEmpty }) {
+                session.quitQueued = true
+                session.plan.append(Exchange(purpose: .quit, bytes: SSIP.line("QUIT")))
+            }
             stoppingBy = deadline
         }
         switch connection {
@@ -321,6 +330,8 @@ final class SpeechClientLoop: WorkerLoop {
             }
         case .cancel, .pause, .resume:
             break
+        case .quit:
+            session.quitAnswered = true
         }
     }
 
@@ -365,6 +376,8 @@ final class SpeechClientLoop: WorkerLoop {
     /// Reads what the server sent and acts on each complete reply; false when the connection was lost.
     private func read(_ session: Session, now: UInt64) -> Bool {
         for _ in 0..<Self.readBudget {
+            // QUIT answered: the server closes its end next, which is the end of the session, not a loss.
+            if session.quitAnswered { return true }
             let received = scratch.withUnsafeMutableBytes { buffer in
                 recv(session.socket, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
             }
@@ -471,11 +484,8 @@ final class SpeechClientLoop: WorkerLoop {
 
     func finish() {
         if case .connected(let session) = connection {
-            // Best effort and never waiting, and only between commands (inside SPEAK's text it would be text); the
-            // server ends the session by itself when the socket closes anyway.
-            if session.current == nil {
-                _ = UnixSocket.send(session.socket, SSIP.line("QUIT"), from: 0)
-            }
+            // QUIT was answered, or the stop's deadline passed first: the server ends the session when the socket
+            // closes either way.
             close(session.socket)
         } else if case .connecting(let socket, _) = connection {
             close(socket)
