@@ -27,7 +27,7 @@ final class SpeechRun {
     /// RMS of a 5 ms window (16-bit, both channels) above which it holds speech; digital silence is 0 on a loopback.
     static let threshold = 300.0
     /// espeak-ng's audio chunk in speech-dispatcher (EspeakAudioChunkSize; Debian's default is 300).
-    static let chunkMilliseconds = 20
+    static let chunkMilliseconds = 40
 
     init(options: Options, touchd: String) throws(DriverError) {
         self.options = options

@@ -110,9 +110,12 @@ final class SpeechEdge: Worker, Sendable {
         slot.withLock { $0.client }?.statistics
     }
 
+    /// Idempotent: the client is taken out, so a second stop (touchd run stops its workers once more on the way
+    /// out) neither waits nor logs the counters again.
     func stop(withinMicroseconds microseconds: UInt64) {
         let client = slot.withLock { slot -> SpeechClient? in
             slot.stopped = true
+            defer { slot.client = nil }
             return slot.client
         }
         guard let client else { return }

@@ -431,3 +431,74 @@ private struct Fixture {
         try? FileManager.default.removeItem(at: directory)
     }
 }
+
+/// `touchd speak`, the diagnostics tool, run as a process against the fake server.
+@Suite(.serialized)
+struct SpeakCommandTests {
+    @Test func speaksReportsEachStepInOrderAndExitsZero() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try FakeSSIPServer(path: directory.appendingPathComponent("s.sock").path)
+        defer { server.stop() }
+        server.set(.speaking(milliseconds: 50))
+
+        let run = try CheckCommandTests.run([
+            "speak", "--json", "--socket", server.path, "--language", "de", "--priority", "important",
+            "Guten", "Tag",
+        ])
+        #expect(run.status == 0, "\(run.standardError)")
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any])
+        let times = ["requested_us", "speak_sent_us", "queued_us", "begin_us", "end_us"].map {
+            (object[$0] as? NSNumber)?.uint64Value ?? 0
+        }
+        #expect(!times.contains(0), "\(object)")
+        #expect(times == times.sorted())
+        #expect(object["message_id"] as? Int == 1)
+        #expect(server.texts.contains("SET SELF LANGUAGE de"))
+        #expect(server.texts.contains("SET SELF PRIORITY important"))
+        #expect(server.texts.contains("Guten Tag"))
+    }
+
+    @Test func cancelAfterSendsCancelOnceSpeechBegan() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try FakeSSIPServer(path: directory.appendingPathComponent("s.sock").path)
+        defer { server.stop() }
+        server.set(.speaking(milliseconds: 5000))
+
+        let run = try CheckCommandTests.run([
+            "speak", "--json", "--socket", server.path, "--cancel-after-ms", "20", "long text",
+        ])
+        #expect(run.status == 0, "\(run.standardError)")
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any])
+        let begin = try #require((object["begin_us"] as? NSNumber)?.uint64Value)
+        let cancel = try #require((object["cancel_sent_us"] as? NSNumber)?.uint64Value)
+        let canceled = try #require((object["canceled_us"] as? NSNumber)?.uint64Value)
+        #expect(cancel >= begin + 20_000)
+        #expect(canceled >= cancel)
+        #expect(server.texts.last == "QUIT" || server.texts.contains("CANCEL self"))
+    }
+
+    @Test func anAbsentServerExits69WithTheReason() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let run = try CheckCommandTests.run([
+            "speak", "--socket", directory.appendingPathComponent("none.sock").path, "--timeout-ms", "300", "hi",
+        ])
+        #expect(run.status == 69)
+        #expect(run.standardError.contains("is unavailable: connect failed: No such file or directory"))
+    }
+
+    @Test func aServerWithoutEventsExits1AfterTheTimeout() throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try FakeSSIPServer(path: directory.appendingPathComponent("s.sock").path)
+        defer { server.stop() }
+        let run = try CheckCommandTests.run(["speak", "--socket", server.path, "--timeout-ms", "300", "hi"])
+        #expect(run.status == 1)
+        #expect(run.standardOutput.contains("queued: "))
+        #expect(run.standardError.contains("no end of speech (702 or 703) within 300 ms"))
+    }
+}

@@ -43,7 +43,8 @@ struct SpeechEdgeTests {
         #expect(edge.takeAvailabilityChange() == .unavailable(reason: "the server closed the connection"))
 
         edge.stop(withinMicroseconds: 100_000)
-        #expect(logs.captured.contains { $0.hasPrefix("info: speech statistics") && $0.contains("spoken=1") })
+        edge.stop(withinMicroseconds: 100_000)
+        #expect(logs.captured.filter { $0.hasPrefix("info: speech statistics") && $0.contains("spoken=1") }.count == 1)
         #expect(edge.start(socketPath: server.path) == "touchd is stopping")
     }
 
@@ -62,8 +63,10 @@ struct SpeechEdgeTests {
         #expect(await eventually { edge.availability == .available })
         _ = edge.takeAvailabilityChange()
 
+        let before = first.texts.count
         #expect(edge.start(socketPath: second.path) == nil)
-        #expect(await eventually { first.texts.last == "QUIT" })
+        // The old client was stopped at once (no flush: the input thread does not wait for it), so it said nothing more.
+        #expect(first.texts.count == before)
         #expect(await eventually { second.acceptedConnections == 1 && edge.availability == .available })
         #expect(readable(descriptor, milliseconds: 10_000))
         // The latest change wins: the new client's availability (or the switch's unavailability, if it was read

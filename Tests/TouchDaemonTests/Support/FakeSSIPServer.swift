@@ -30,6 +30,10 @@ final class FakeSSIPServer: @unchecked Sendable {
         case silent
         /// Accepts and closes at once.
         case hangUp
+        /// Answers like speech-dispatcher and "speaks" each queued message: 701 BEGIN right after its 225, 702 END
+        /// `milliseconds` later, or 703 CANCELED at once on `CANCEL self` (events as speech-dispatcher sends them
+        /// with notifications on).
+        case speaking(milliseconds: Int)
     }
 
     let path: String
@@ -178,7 +182,17 @@ final class FakeSSIPServer: @unchecked Sendable {
         var pending: [UInt8] = []
         var receivingText = false
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        /// With `.speaking`: the message being spoken and when it ends.
+        var speaking: (id: Int, endsAt: UInt64)?
+        func event(_ code: Int, _ id: Int, _ text: String) -> [UInt8] {
+            Array("\(code)-\(id)\r\n\(code)-\(number)\r\n\(code) \(text)\r\n".utf8)
+        }
         while true {
+            if let current = speaking, monotonicMicroseconds() >= current.endsAt {
+                let bytes = event(702, current.id, "END")
+                _ = Glibc.send(connection, bytes, bytes.count, Int32(MSG_NOSIGNAL))
+                speaking = nil
+            }
             let (stop, toSend) = state.withLock { state -> (Bool, [[UInt8]]) in
                 defer { state.toSend = [] }
                 return (state.stopped || state.closeCurrent, state.toSend)
@@ -189,7 +203,8 @@ final class FakeSSIPServer: @unchecked Sendable {
                 pollfd(fd: connection, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0),
             ]
-            _ = poll(&descriptors, 2, 1000)
+            let timeout = speaking.map { Int32(clamping: $0.endsAt.saturatingSubtract(monotonicMicroseconds()) / 1000 + 1) }
+            _ = poll(&descriptors, 2, timeout ?? 1000)
             drainWake()
             guard descriptors[0].revents != 0 else { continue }
             let count = recv(connection, &buffer, buffer.count, 0)
@@ -202,8 +217,24 @@ final class FakeSSIPServer: @unchecked Sendable {
                 if line.last == 13 { line.removeLast() }
                 let text = String(decoding: line, as: UTF8.self)
                 state.withLock { $0.lines.append(Line(text: text, time: now, connection: number)) }
+                let queuedID = state.withLock { $0.nextMessageID }
+                let wasText = receivingText && text == "."
                 if let reply = answer(text, receivingText: &receivingText) {
                     _ = Glibc.send(connection, reply, reply.count, Int32(MSG_NOSIGNAL))
+                    guard case .speaking(let milliseconds) = state.withLock({ $0.behaviour }) else { continue }
+                    if wasText, reply.starts(with: Array("225".utf8)) {
+                        if let current = speaking {
+                            let bytes = event(703, current.id, "CANCELED")
+                            _ = Glibc.send(connection, bytes, bytes.count, Int32(MSG_NOSIGNAL))
+                        }
+                        let bytes = event(701, queuedID, "BEGIN")
+                        _ = Glibc.send(connection, bytes, bytes.count, Int32(MSG_NOSIGNAL))
+                        speaking = (queuedID, monotonicMicroseconds() + UInt64(milliseconds) * 1000)
+                    } else if text.uppercased() == "CANCEL SELF", let current = speaking {
+                        let bytes = event(703, current.id, "CANCELED")
+                        _ = Glibc.send(connection, bytes, bytes.count, Int32(MSG_NOSIGNAL))
+                        speaking = nil
+                    }
                 }
             }
         }
