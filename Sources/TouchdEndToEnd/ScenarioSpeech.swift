@@ -94,10 +94,15 @@ final class SpeechRun {
         let module = (try? String(contentsOfFile: "/etc/speech-dispatcher/modules/espeak-ng.conf", encoding: .utf8))
             .map { text in
                 text.split(separator: "\n", omittingEmptySubsequences: false)
-                    .map { $0.hasPrefix("EspeakAudioChunkSize") ? "EspeakAudioChunkSize \(Self.chunkMilliseconds)" : String($0) }
+                    .map {
+                        $0.hasPrefix("EspeakAudioChunkSize")
+                            ? "EspeakAudioChunkSize \(Self.chunkMilliseconds)" : String($0)
+                    }
                     .joined(separator: "\n")
             }
-        guard FileManager.default.createFile(atPath: scratch.file("conf/speechd.conf"), contents: Data(configuration.utf8)),
+        guard
+            FileManager.default.createFile(
+                atPath: scratch.file("conf/speechd.conf"), contents: Data(configuration.utf8)),
             FileManager.default.createFile(
                 atPath: scratch.file("conf/modules/espeak-ng.conf"), contents: Data((module ?? "").utf8))
         else { throw DriverError("cannot write speech-dispatcher's configuration in \(scratch.path)") }
@@ -205,7 +210,8 @@ final class SpeechRun {
         var dataStart: Int?
         while offset + 8 <= bytes.count {
             let id = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
-            let size = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16
+            let size =
+                Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16
                 | Int(bytes[offset + 7]) << 24
             if id == "data" {
                 dataStart = offset + 8

@@ -41,7 +41,8 @@ struct Speak: ParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("The language (SET SELF LANGUAGE), e.g. en, de, fr-CA. Default: the server's.",
+        help: ArgumentHelp(
+            "The language (SET SELF LANGUAGE), e.g. en, de, fr-CA. Default: the server's.",
             valueName: "tag"))
     var language: String?
 

@@ -250,9 +250,11 @@ final class SpeechClientLoop: WorkerLoop {
                 return session.plan.removeFirst()
             }
         }
-        guard session.handshaken, let command = core.state.withLock({ state -> SpeechCommand? in
-            state.queue.isEmpty ? nil : state.queue.removeFirst()
-        }) else { return nil }
+        guard session.handshaken,
+            let command = core.state.withLock({ state -> SpeechCommand? in
+                state.queue.isEmpty ? nil : state.queue.removeFirst()
+            })
+        else { return nil }
         session.plan = exchanges(for: command, session: session)
         return session.plan.isEmpty ? nil : session.plan.removeFirst()
     }

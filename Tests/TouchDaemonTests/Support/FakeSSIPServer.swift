@@ -203,7 +203,9 @@ final class FakeSSIPServer: @unchecked Sendable {
                 pollfd(fd: connection, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0),
             ]
-            let timeout = speaking.map { Int32(clamping: $0.endsAt.saturatingSubtract(monotonicMicroseconds()) / 1000 + 1) }
+            let timeout = speaking.map {
+                Int32(clamping: $0.endsAt.saturatingSubtract(monotonicMicroseconds()) / 1000 + 1)
+            }
             _ = poll(&descriptors, 2, timeout ?? 1000)
             drainWake()
             guard descriptors[0].revents != 0 else { continue }
