@@ -48,6 +48,8 @@ struct Options: Equatable {
     var busyTarget = false
     /// With `busyTarget` or `filter` (not under systemd): touchd runs with `--yield-on-send`.
     var yieldOnSend = false
+    /// Explore by touch's speech through a real speech-dispatcher on ALSA's loopback (ScenarioSpeech.swift).
+    var speech = false
     var help = false
 
     static let usage = """
@@ -60,6 +62,7 @@ struct Options: Equatable {
                touchd-e2e --cage --twin-space --touchd PATH [--verbose]
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
                touchd-e2e --busy-target --touchd PATH [--yield-on-send] [--verbose]
+               touchd-e2e --speech --touchd PATH [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
                           [--also-touchd PATH] [--floor-reader PATH] [--floor-daemon PATH] [--verbose]
 
@@ -136,6 +139,10 @@ struct Options: Equatable {
           --yield-on-send
                          with --busy-target or --filter (not under --systemd-unit): run touchd with its
                          --yield-on-send, which the busy-target checks are expected to fail
+          --speech       explore by touch's speech through a real speech-dispatcher (espeak-ng) on a socket of its
+                         own, playing into ALSA's loopback card (snd-aloop), captured with arecord: `touchd speak`
+                         (touchd's SSIP client) must be heard, and a CANCEL must stop the audio within 100 ms;
+                         prints request → SPEAK, request → first audio energy and CANCEL → silence (`speech:` lines)
 
         Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error, 77 when /dev/uinput cannot
         be opened for writing (the test is skipped).
@@ -215,6 +222,7 @@ struct Options: Equatable {
             case "--expect-control-socket": options.expectControlSocket = true
             case "--busy-target": options.busyTarget = true
             case "--yield-on-send": options.yieldOnSend = true
+            case "--speech": options.speech = true
             case "-h", "--help": options.help = true
             default: throw UsageError("unknown argument '\(argument)'")
             }
@@ -222,11 +230,11 @@ struct Options: Equatable {
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
             options.filter && !options.startupSweep, options.cage, options.compareLibinput, options.startupSweep,
-            options.busyTarget,
+            options.busyTarget, options.speech,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
                 "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput, "
-                    + "--startup-sweep and --busy-target are separate runs; give one of them"
+                    + "--startup-sweep, --busy-target and --speech are separate runs; give one of them"
             )
         }
         if options.twinSpace, !options.cage || options.systemdUnit {

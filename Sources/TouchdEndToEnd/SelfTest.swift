@@ -21,11 +21,47 @@ struct SelfTest {
         processes(results)
         configurations(results)
         busyTarget(results)
+        speechCapture(results)
         Console.line(
             results.failed == 0
                 ? "self-test: all \(results.passed) checks passed"
                 : "self-test: \(results.failed) of \(results.passed + results.failed) checks failed")
         return results.failed == 0 ? 0 : 1
+    }
+
+    /// `--speech`'s reading of a capture: 5 ms windows of a 48 kHz stereo WAV, silence 0 and a tone above the
+    /// threshold, a data chunk found after another chunk; and the option itself.
+    func speechCapture(_ results: Results) {
+        var wav: [UInt8] = Array("RIFF".utf8) + [0, 0, 0, 0] + Array("WAVE".utf8)
+        func le32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        wav += Array("fmt ".utf8) + le32(16) + [1, 0, 2, 0] + le32(48_000) + le32(192_000) + [4, 0, 16, 0]
+        wav += Array("LIST".utf8) + le32(4) + Array("INFO".utf8)
+        // 10 ms of silence, then 10 ms of a square wave of amplitude 1000 on both channels.
+        var samples: [UInt8] = []
+        for frame in 0..<960 {
+            let value: Int16 = frame < 480 ? 0 : (frame % 48 < 24 ? 1000 : -1000)
+            let bytes = [UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)]
+            samples += bytes + bytes
+        }
+        wav += Array("data".utf8) + le32(samples.count) + samples
+        let path = "/tmp/touchd-e2e-selftest-\(getpid()).wav"
+        let written = wav.withUnsafeBytes { buffer -> Bool in
+            guard let file = fopen(path, "w") else { return false }
+            defer { fclose(file) }
+            return fwrite(buffer.baseAddress, 1, buffer.count, file) == buffer.count
+        }
+        defer { unlink(path) }
+        let windows = written ? SpeechRun.windows(ofWAV: path) : nil
+        results.equal("speech capture: 5 ms windows", windows?.count, 4)
+        results.expect(
+            "speech capture: silence, then energy above the threshold",
+            windows.map { $0[0] == 0 && $0[1] == 0 && $0[2] > SpeechRun.threshold && $0[3] > SpeechRun.threshold }
+                == true, "\(windows ?? [])")
+        results.equal(
+            "--speech parses", (try? Options.parse(["--speech", "--touchd", "/t"]))?.speech, true)
+        results.expect(
+            "--speech is a run of its own",
+            (try? Options.parse(["--speech", "--busy-target", "--touchd", "/t"])) == nil)
     }
 
     /// Counts and prints self-test verdicts.

@@ -110,7 +110,9 @@ struct Run: ParsableCommand {
             controlProblem = started.problem
         }
         let executors = Executors(sockets: sockets, commands: commands)
-        let workers = WorkerGroup(control: control, executors: executors)
+        // Explore by touch's speech edge: its client starts when the configuration asks for speech
+        // (Daemon.startSpeech); until then it is one idle eventfd.
+        let workers = WorkerGroup(control: control, executors: executors, speech: SpeechEdge(logger: logger))
         do {
             try workers.start()
         } catch {

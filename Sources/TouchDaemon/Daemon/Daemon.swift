@@ -18,8 +18,8 @@ final class Daemon {
     private let notifier: Notifier
     /// Socket targets and commands.
     let executors: Executors
-    /// The executors and the control server, stopped in their order at shutdown.
-    private let workers: WorkerGroup
+    /// The executors, the control server and speech, stopped in their order at shutdown.
+    let workers: WorkerGroup
     var input: LibinputContext?
     /// From each frame's libinput timestamp to its actions being handed to their executor.
     private(set) var processing = LatencyHistogram()
@@ -96,6 +96,7 @@ final class Daemon {
         // From here on a SIGHUP or SIGTERM that lands on a thread which unblocked it comes to this thread's signalfd.
         signals.receiveOnCurrentThread()
         executors.configure(engine.configuration)
+        applySpeech(engine.configuration)
         logger.info(
             "touchd started",
             metadata: [
@@ -148,6 +149,11 @@ final class Daemon {
         if let instanceLock {
             lockIndex = descriptors.count
             descriptors.append(instanceLock.fileDescriptor)
+        }
+        var speechIndex: Int?
+        if let speech = workers.speech?.fileDescriptor {
+            speechIndex = descriptors.count
+            descriptors.append(speech)
         }
         let waiting: ReadyWait
         do {
@@ -206,6 +212,8 @@ final class Daemon {
             }
             // A second instance asked who holds the seat (it read our pid from the connection).
             if let index = lockIndex, ready.contains(index) { instanceLock?.drain() }
+            // The speech server came or went (Daemon+Speech.swift).
+            if let index = speechIndex, ready.contains(index) { handleSpeechAvailability() }
             // After the input, so that a request sees the touches that came with it.
             if let index = controlIndex, ready.contains(index) { handleControlNotes() }
             // The clock only when something can be due.
@@ -267,12 +275,13 @@ final class Daemon {
             handOver()
             control?.setGeneration(engine.generation)
             executors.configure(configuration)
+            applySpeech(configuration)
         case .output, .idle, .wakeTouch:
             break  // only an observer asks for them (the engine is not made with observesOutput here)
-        case .speech, .speechMode:
-            // The SSIP client (Speech/) performs them once it is wired in; until then no speech server is reported
-            // available to the engine, so speech mode never starts and touches flow as usual (rule 3).
-            break
+        case .speech(let command, _):
+            performSpeech(command)
+        case .speechMode:
+            break  // the engine logged the change; simulate prints it
         case .reloadConfiguration(let requester):
             reloadRequesters.append(requester)
         case .filterDevices(let devices, let cancelWith, let axes):
@@ -293,6 +302,13 @@ final class Daemon {
                 }
             }
         }
+    }
+
+    /// The speech server became available or unavailable (Daemon+Speech.swift): the engine's input (speech mode may
+    /// start only while available, and ends when it is not: the contract's rule 3). The client has already logged the
+    /// change itself, with the reason.
+    func speechAvailabilityChanged(_ availability: SpeechAvailability) {
+        perform(engine.speechAvailability(availability.isAvailable, now: monotonicMicroseconds()))
     }
 
     /// Files a delivery in its executor's outbox for the hand-over, with its time when input caused it.

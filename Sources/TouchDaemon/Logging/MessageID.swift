@@ -47,6 +47,9 @@ enum MessageID: String, CaseIterable, Sendable, CustomStringConvertible {
     /// Explore by touch: the speech server cannot speak, so speech mode did not start or ended, and touches reach the
     /// application as usual (rule 3).
     case speechUnavailable = "0ee281785307457ba57787e5fd8e084e"
+    /// The speech server (speech-dispatcher's SSIP socket) cannot be reached, or the connection to it was lost: explore
+    /// by touch cannot speak until it is back.
+    case speechServerUnavailable = "c3c108197578428bb2529b1d3487a67e"
 
     /// The metadata key the journal handler reads the id from.
     static let metadataKey = "message_id"

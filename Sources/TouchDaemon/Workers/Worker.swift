@@ -29,7 +29,8 @@ struct WorkerStartError: Error, CustomStringConvertible {
 /// 1. The control server, within 500 ms: subscribers get their `shutdown` line and have it flushed, so they know the
 ///    connection's end is not a crash.
 /// 2. The socket targets, within 1 s: their queued messages are flushed while the commands still run.
-/// 3. The commands: SIGTERM to their process groups, SIGKILL after 1 s of grace.
+/// 3. Speech (explore by touch's SSIP client), within 500 ms: what speech mode said last is sent, then `QUIT`.
+/// 4. The commands: SIGTERM to their process groups, SIGKILL after 1 s of grace.
 struct WorkerGroup: Sendable {
     /// How long the control server has to flush its clients' last lines.
     static let controlFlush: UInt64 = 500_000
@@ -38,14 +39,27 @@ struct WorkerGroup: Sendable {
     /// How long running commands get between SIGTERM and SIGKILL at stop.
     static let commandGrace: UInt64 = 1_000_000
 
+    /// How long the speech client has to send what is queued at stop.
+    static let speechFlush: UInt64 = 500_000
+
     let control: (any Worker)?
     let executors: Executors
+    /// Explore by touch's speech; nil where there is none (`touchd simulate --execute` without speech).
+    let speech: SpeechEdge?
 
-    /// Starts every worker's thread: the socket sender, then the control server, then the command runner. On a
-    /// failure the ones already started are left for ``stop(commandsMayFinishWithin:)``, which every exit path calls.
+    init(control: (any Worker)?, executors: Executors, speech: SpeechEdge? = nil) {
+        self.control = control
+        self.executors = executors
+        self.speech = speech
+    }
+
+    /// Starts every worker: the socket sender, the control server, the speech edge (its client's thread waits for a
+    /// configuration that asks for speech), then the command runner. On a failure the ones already started are left
+    /// for ``stop(commandsMayFinishWithin:)``, which every exit path calls.
     func start() throws(WorkerStartError) {
         try executors.sockets.start()
         try control?.start()
+        try speech?.start()
         try executors.commands.start()
     }
 
@@ -55,6 +69,7 @@ struct WorkerGroup: Sendable {
     func stop(commandsMayFinishWithin: UInt64 = 0) {
         control?.stop(withinMicroseconds: Self.controlFlush)
         executors.sockets.stop(withinMicroseconds: Self.socketFlush)
+        speech?.stop(withinMicroseconds: Self.speechFlush)
         let deadline = monotonicMicroseconds() &+ commandsMayFinishWithin
         while executors.commands.runningCount > 0, monotonicMicroseconds() < deadline { usleep(10_000) }
         executors.commands.stop(withinMicroseconds: Self.commandGrace)
