@@ -244,22 +244,28 @@ struct ControlSocketRunTests {
         #expect(missing.error.contains("cannot connect"))
     }
 
-    /// Explore by touch under `touchd run`: without a speech server (none is wired in yet, and none runs here) speech
-    /// mode cannot start, and ctl says so; the stats count the refusal (rule 3). No `[filter]`: the host has no uinput
-    /// (check warns, and the file loads).
-    @Test("touchd ctl speech: the mode, and a refusal without a speech server")
-    func ctlSpeech() throws {
-        let accessible = TouchdProcess.runningConfiguration.replacingOccurrences(
+    /// The running configuration with `[accessibility]` on, speech on `speechSocket`, and labels. No `[filter]`: the
+    /// host has no uinput (check warns, and the file loads).
+    static func accessible(speechSocket: String) -> String {
+        TouchdProcess.runningConfiguration.replacingOccurrences(
             of: "[application_events]",
             with: """
                 [accessibility]
                 enabled = true
+                speech_socket = "\(speechSocket)"
 
                 [application_events]
                 """
         ).replacingOccurrences(of: "kind = \"button\"\n", with: "kind = \"button\"\nlabel = \"Pay\"\n")
             .replacingOccurrences(of: "kind = \"slider\"\n", with: "kind = \"slider\"\nlabel = \"Volume\"\n")
-        let running = try TouchdProcess.Running(configuration: accessible)
+    }
+
+    /// Explore by touch under `touchd run`: without a speech server speech mode cannot start, and ctl says so; the
+    /// stats count the refusal (rule 3).
+    @Test("touchd ctl speech: the mode, and a refusal without a speech server")
+    func ctlSpeech() throws {
+        let running = try TouchdProcess.Running(
+            configuration: Self.accessible(speechSocket: "/run/touchd-test/absent-speech.sock"))
         let shown = try running.ctl(["speech"])
         #expect(shown.status == 0, "\(shown.error)")
         #expect(shown.output == "speech mode off, no speech server\n")
@@ -268,6 +274,35 @@ struct ControlSocketRunTests {
         #expect(refused.error.contains("speech_unavailable"))
         #expect(try running.ctl(["state"]).output.contains("speech mode off, no speech server"))
         #expect(try running.ctl(["stats"]).output.contains("speech.failures: 1"))
+    }
+
+    /// The daemon's speech wiring end to end: `touchd run` connects its SSIP client to the configured socket (a fake
+    /// speech-dispatcher), the server's availability reaches the engine, and `ctl speech on` makes the engine's
+    /// introduction go out as a `SPEAK` at `important` priority; `ctl speech off` says the farewell.
+    @Test("touchd run speaks through a speech server: ctl speech on says the introduction, off the farewell")
+    func ctlSpeechSpeaks() async throws {
+        let directory = try TestSupport.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try FakeSSIPServer(path: directory.appendingPathComponent("speechd.sock").path)
+        defer { server.stop() }
+        let running = try TouchdProcess.Running(configuration: Self.accessible(speechSocket: server.path))
+        // The client's handshake, then the engine hears the server can speak.
+        #expect(await eventually { server.texts.contains("SET SELF NOTIFICATION all on") })
+        #expect(
+            await eventually { (try? running.ctl(["speech"]).output) == "speech mode off\n" },
+            "\((try? running.ctl(["speech"]).output) ?? "")")
+        let on = try running.ctl(["speech", "on"])
+        #expect(on.status == 0, "\(on.error)")
+        #expect(await eventually { server.texts.contains("SPEAK") })
+        let texts = server.texts
+        #expect(texts.contains("SET SELF PRIORITY important"), "\(texts)")
+        let speak = try #require(texts.firstIndex(of: "SPEAK"))
+        #expect(texts.dropFirst(speak + 1).first?.isEmpty == false, "\(texts)")
+        let spoken = server.texts.filter { $0 == "SPEAK" }.count
+        let off = try running.ctl(["speech", "off"])
+        #expect(off.status == 0, "\(off.error)")
+        #expect(await eventually { server.texts.filter { $0 == "SPEAK" }.count > spoken }, "\(server.texts)")
+        #expect(try running.ctl(["stats"]).output.contains("speech.sessions: 1"))
     }
 
     /// `ctl --json reload` on a broken file and `ctl --json send NOSUCH touchUpInside` printed
