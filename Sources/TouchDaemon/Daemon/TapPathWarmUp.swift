@@ -59,10 +59,12 @@ enum TapPathWarmUp {
             effects += engine.advance(to: now)
         }
         var reached = Reached()
+        // Built once: the property makes a new table on every read.
+        let targets = configuration.socketTargets
         for effect in effects {
             switch effect {
             case .deliver(let delivery, .socket, _):
-                if let target = configuration.socketTargets[delivery.target],
+                if let target = targets[delivery.target],
                     !SocketSenderCore.message(delivery, for: target).isEmpty
                 {
                     reached.messages &+= 1
