@@ -845,9 +845,14 @@ final class FilterRun {
                 busy?.work = isBusy ? BusyTarget.work : 0
                 for reader in readers {
                     let round = Round(reader: reader, busy: isBusy)
-                    samples[round, default: []] += try measureRound(reader, busy: isBusy, standIn: standIn) {
-                        busyActions += $0
-                    }
+                    let taken = try measureRound(reader, busy: isBusy, standIn: standIn) { busyActions += $0 }
+                    samples[round, default: []] += taken
+                    // Where a condition's tail comes from: a round's first touch, or one among the rest.
+                    Console.line(
+                        "filter-latency-round: reader=\(reader.rawValue) busy=\(isBusy ? 1 : 0) "
+                            + "first_us=\(taken.first.map(String.init) ?? "n/a") "
+                            + "slowest_of_rest_us=\(taken.dropFirst().max().map(String.init) ?? "n/a") "
+                            + "median_us=\(Percentiles(taken)?.p50 ?? 0)")
                 }
             }
         }
