@@ -105,112 +105,86 @@ struct EndToEndTests {
         return output
     }
 
-    /// Runs the driver in the VM: `scripts/vm/run VM… -- touchd-e2e DRIVER… --touchd TOUCHD` (the freshly built
-    /// touchd unless `touchd` names another). QEMU and the `needs` tools must be installed: without them the test
-    /// fails rather than skips.
-    static func runDriver(
-        _ label: String, vm: [String], driver arguments: [String], needs: [String] = [], touchd: URL? = nil
-    ) async throws {
-        let missing = (["qemu-system-x86_64"] + needs).filter { !onPath($0) }
+    /// One check of the driver's: its arguments, the touchd it runs (the freshly built one unless it names another),
+    /// and the host tools it needs.
+    struct Step {
+        var driver: [String]
+        var touchd: URL?
+        var needs: [String] = []
+    }
+
+    /// Runs the steps in one guest, one after the other (scripts/vm/sequence): `scripts/vm/run VM… --
+    /// scripts/vm/sequence touchd-e2e STEP… --touchd TOUCHD :: …`. Every step runs whatever the others did; the test
+    /// fails when any of them failed, and the `sequence:` lines in the log say which. One boot for all, rather than one
+    /// per step: each boot costs 10–20 s of the build machine's two cores. QEMU and the steps' `needs` must be
+    /// installed: without them the test fails rather than skips.
+    static func runSequence(_ label: String, vm: [String], steps: [Step]) async throws {
+        let missing = (["qemu-system-x86_64"] + steps.flatMap(\.needs)).filter { !onPath($0) }
         guard missing.isEmpty else {
-            Issue.record("not installed: \(missing.joined(separator: ", ")); run scripts/setup first")
+            Issue.record("not installed: \(Array(Set(missing)).sorted().joined(separator: ", ")); run scripts/setup first")
             return
         }
-        let touchd = try touchd ?? product("touchd")
         let driver = try product("touchd-e2e")
-        try await runVM(label, arguments: vm + ["--", driver.path] + arguments + ["--touchd", touchd.path])
+        var command = [packageRoot.appendingPathComponent("scripts/vm/sequence").path]
+        for (index, step) in steps.enumerated() {
+            let touchd = try step.touchd ?? product("touchd")
+            if index > 0 { command.append("::") }
+            command += [driver.path] + step.driver + ["--touchd", touchd.path]
+        }
+        try await runVM(label, arguments: vm + ["--"] + command)
     }
 
-    @Test("touchd-e2e passes against touchd in the VM", .timeLimit(.minutes(20)))
-    func driverPassesInVM() async throws {
-        try await Self.runDriver("end to end", vm: ["--timeout", "900"], driver: [])
-    }
-
-    /// A panel that appears while touchd starts (ScenarioStartup.swift): created 0, 50, 100, 200, 300, 500, 800 and
-    /// 1200 ms after `touchd run`, three rounds each; both taps of every round must reach the socket target.
-    @Test("a panel created while touchd starts is always read, in the VM", .timeLimit(.minutes(10)))
-    func startupSweepInVM() async throws {
-        try await Self.runDriver("start-up sweep", vm: ["--timeout", "600"], driver: ["--startup-sweep"])
-    }
-
-    /// End-to-end latency against libinput's own client (ScenarioLatency.swift): in one guest boot, four
-    /// rounds each of 20 taps, alternating, read either by touchd (uinput write → the action's message on its socket
-    /// target) or by `libinput debug-events` alone (uinput write → its TOUCH_DOWN/TOUCH_UP line). The driver prints
-    /// both medians and their ratio (`latency-ratio:`) and says whether the 1.2 target was met.
+    /// The driver's checks that need no systemd, in one guest with a GPU (cage's checks come last, after the
+    /// measurements, so that nothing they start is left to load the guest while it measures):
     ///
-    /// It fails only when either reader gave fewer than 40 messages: the ratio is a figure of an emulated guest on a
-    /// shared machine (single rounds vary by 2×), so by default it is reported rather than judged, and this is the
-    /// debug build. `TOUCHD_LATENCY_TOUCHD` names another touchd to measure (the static release build kiosks run,
-    /// docs/performance.md; CI sets it), `TOUCHD_LATENCY_ROUNDS` asks for more rounds than four (at most 16; CI asks
-    /// for 8: each new touchd lands on either vCPU, which moves a round's median by up to 2×, so more rounds give a
-    /// steadier median and a p99 over 160 taps), and `TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail (`--max-ratio`).
-    /// `TOUCHD_VM_SMP=1` (read by scripts/vm/run) measures in a guest with one vCPU, where the rounds hold steady.
-    ///
-    /// With a C compiler on the host it also measures the floors (`tools/perf/floors`): the `latency-floor:` line says
-    /// how much of either reader's latency any reader pays in this boot, and the `latency-floor-daemon:` line what a
-    /// daemon with touchd's input and output and nothing between measures, so that touchd's time above it is its own
-    /// (tools/perf/README.md).
-    @Test("latency against libinput debug-events, in the VM", .timeLimit(.minutes(25)))
-    func latencyAgainstLibinput() async throws {
+    /// - Latency against libinput's own client (ScenarioLatency.swift): rounds of 20 taps, alternating, read either
+    ///   by touchd (uinput write → the action's message on its socket target) or by `libinput debug-events` alone.
+    ///   The driver prints both medians, both p99 and their ratios (`latency-ratio:`). It fails only when either
+    ///   reader gave fewer than 40 messages: the ratio is a figure of an emulated guest on a shared machine, reported
+    ///   rather than judged (`TOUCHD_LATENCY_MAX_RATIO` makes a ratio above it fail). `TOUCHD_LATENCY_TOUCHD` names
+    ///   another touchd to measure (the static release build kiosks run, docs/performance.md; CI sets it), and
+    ///   `TOUCHD_LATENCY_ROUNDS` asks for more rounds than four (at most 16; CI asks for 8). The floors of
+    ///   tools/perf (a bare reader and a bare daemon) are measured by hand only (tools/perf/README.md).
+    /// - Filter mode with real kernel input (ScenarioFilter.swift): touchd grabs a uinput panel and forwards to its
+    ///   twin, `libinput debug-events` on the whole seat shows what the application gets; also that the next touch
+    ///   forwarded does not wait behind a busy socket target, and the app-visible latency (`filter-latency:` lines)
+    ///   through touchd's twin against the panel read directly and, with a C compiler on the host, through the bare
+    ///   forwarder tools/perf/floor-filter.c, with the socket target idle and busy. Runs `TOUCHD_LATENCY_TOUCHD` too.
+    /// - The default run (touchd-e2e with no mode): taps, gestures, reloads, hot-plug, faults, record and replay.
+    /// - The next tap's action does not wait behind a busy target (ScenarioBusyTarget.swift): its median may exceed
+    ///   the same with the first target idle by at most that idle median and 8 ms.
+    /// - A panel that appears while touchd starts (ScenarioStartup.swift): created 0, 50, 100, 200, 300, 500, 800
+    ///   and 1200 ms after `touchd run`, three rounds each; both taps of every round must reach the socket target.
+    /// - Filter mode under a real compositor and client (ScenarioCage.swift): cage, which ignores libinput's touch
+    ///   cancel, shows wev; a recognized admin press ends for wev when it is recognized, and wev still gets the next
+    ///   tap in the same slot.
+    /// - `[filter] twin_space` under cage (ScenarioCageTwinSpace.swift): with cage turned to portrait and
+    ///   `twin_space = "output"`, wev gets each tap where touchd's controls saw it.
+    @Test(
+        "touchd-e2e's checks in one guest: latency, filter mode, the default run, busy target, start-up, cage",
+        .timeLimit(.minutes(60)))
+    func checksInOneGuest() async throws {
         let environment = ProcessInfo.processInfo.environment
+        let measured = environment["TOUCHD_LATENCY_TOUCHD"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
         let rounds = environment["TOUCHD_LATENCY_ROUNDS"].flatMap { Int($0) }.map { min(max($0, 4), 16) } ?? 4
-        var arguments = ["--compare-libinput", "--rounds", "\(rounds)"]
-        if let ratio = environment["TOUCHD_LATENCY_MAX_RATIO"], !ratio.isEmpty { arguments += ["--max-ratio", ratio] }
+        var latency = ["--compare-libinput", "--rounds", "\(rounds)"]
+        if let ratio = environment["TOUCHD_LATENCY_MAX_RATIO"], !ratio.isEmpty { latency += ["--max-ratio", ratio] }
+        var filter = ["--filter"]
         if let floors = Self.buildFloors() {
-            arguments += ["--floor-reader", floors.appendingPathComponent("floor-reader").path]
-            arguments += ["--floor-daemon", floors.appendingPathComponent("floor-daemon").path]
+            filter += ["--floor-filter", floors.appendingPathComponent("floor-filter").path]
         }
-        try await Self.runDriver(
-            "latency against libinput", vm: ["--timeout", "\(300 + rounds * 75)"], driver: arguments,
-            needs: ["libinput"],
-            touchd: environment["TOUCHD_LATENCY_TOUCHD"].map { URL(fileURLWithPath: $0) })
-    }
-
-    /// Filter mode (docs/kiosk.md) with real kernel input: touchd grabs a uinput panel and forwards to its twin, and
-    /// `libinput debug-events` on the whole seat shows what the application gets (ScenarioFilter.swift), also that the
-    /// next touch forwarded to the application does not wait behind a busy socket target. It also prints the
-    /// app-visible latency (`filter-latency:` lines, medians and p99) through touchd's twin against the panel read
-    /// directly and, with a C compiler on the host, through a bare forwarder's twin (scripts/vm/floors), with the
-    /// socket target idle and busy (figures, not pass marks). Like the latency test it runs `TOUCHD_LATENCY_TOUCHD`
-    /// when that names another touchd (CI: the static release build kiosks run, whose figures docs/performance.md
-    /// gives), the freshly built debug touchd otherwise.
-    @Test("filter mode: what the app receives, in the VM", .timeLimit(.minutes(10)))
-    func filterModeInVM() async throws {
-        var arguments = ["--filter"]
-        if let floors = Self.buildFloors() {
-            arguments += ["--floor-filter", floors.appendingPathComponent("floor-filter").path]
-        }
-        try await Self.runDriver(
-            "filter mode", vm: ["--timeout", "600"], driver: arguments,
-            touchd: ProcessInfo.processInfo.environment["TOUCHD_LATENCY_TOUCHD"].map { URL(fileURLWithPath: $0) })
-    }
-
-    /// The next tap's action must not wait behind a busy socket target (ScenarioBusyTarget.swift, BusyTarget.swift):
-    /// with one CPU kept busy, a tap whose action goes to a target that works 20 ms after each message it reads, then
-    /// 5 ms later a tap whose action goes to an idle target; that action's median latency may exceed the same with the
-    /// first target idle by at most that idle median and 8 ms (the CPU share the target's work may take; a wait for it
-    /// costs 15 ms). The filter-mode test checks the same for the next touch forwarded to the application.
-    @Test("the next tap's action does not wait behind a busy target, in the VM", .timeLimit(.minutes(5)))
-    func busyTargetInVM() async throws {
-        try await Self.runDriver("busy target", vm: ["--timeout", "240"], driver: ["--busy-target"])
-    }
-
-    /// Filter mode under a real compositor and client (ScenarioCage.swift): cage, which ignores libinput's touch
-    /// cancel, shows wev; with the default settings a recognized admin press ends for wev when it is recognized and
-    /// wev still gets the next tap in the same slot.
-    @Test("filter mode under cage with a real client, in the VM", .timeLimit(.minutes(10)))
-    func filterModeUnderCage() async throws {
-        try await Self.runDriver(
-            "filter mode under cage", vm: ["--gpu", "--timeout", "600"], driver: ["--cage"], needs: ["cage", "wev"])
-    }
-
-    /// `[filter] twin_space` under cage (ScenarioCageTwinSpace.swift): with cage turned to portrait and
-    /// `twin_space = "output"`, wev gets each tap where touchd's controls saw it (a rotated panel, a calibrated one, two
-    /// panels on halves of the output); with `"device"` under an unrotated cage, as before.
-    @Test("the twin in output space under cage with a real client, in the VM", .timeLimit(.minutes(10)))
-    func twinSpaceUnderCage() async throws {
-        try await Self.runDriver(
-            "twin_space under cage", vm: ["--gpu", "--timeout", "600"], driver: ["--cage", "--twin-space"],
-            needs: ["cage", "wev"])
+        // Each step's own bound, in the guest's seconds, as when each had a guest of its own.
+        let timeout = (300 + rounds * 40) + 600 + 900 + 240 + 600 + 600 + 600
+        try await Self.runSequence(
+            "touchd-e2e in one guest", vm: ["--gpu", "--timeout", "\(timeout)"],
+            steps: [
+                Step(driver: latency, touchd: measured, needs: ["libinput"]),
+                Step(driver: filter, touchd: measured),
+                Step(driver: []),
+                Step(driver: ["--busy-target"]),
+                Step(driver: ["--startup-sweep"]),
+                Step(driver: ["--cage"], needs: ["cage", "wev"]),
+                Step(driver: ["--cage", "--twin-space"], needs: ["cage", "wev"]),
+            ])
     }
 }

@@ -11,29 +11,26 @@ extension EndToEndTests {
     /// The repository's units, which `--systemd-unit` installs.
     static var unitsDirectory: String { packageRoot.appendingPathComponent("systemd").path }
 
-    @Test("touchd.service passes touchd-e2e --systemd-unit under systemd", .timeLimit(.minutes(15)))
-    func unitPassesUnderSystemd() async throws {
-        try await EndToEndTests.runDriver(
-            "systemd units", vm: ["--systemd", "--timeout", "600"],
-            driver: ["--systemd-unit", "--expect-control-socket", "--units", EndToEndTests.unitsDirectory])
-    }
-
-    /// Filter mode under the shipped unit's full sandbox (ScenarioFilter.swift with `--systemd-unit`): the groups and
-    /// the udev rule as the installers put them, /dev/uinput for touchd-uinput only, and every filter check with
-    /// touchd.service reloaded by `systemctl reload` and killed by `systemctl kill`.
-    @Test("filter mode under touchd.service, in the VM", .timeLimit(.minutes(10)))
-    func filterModeUnderSystemd() async throws {
-        try await EndToEndTests.runDriver(
-            "filter mode under systemd", vm: ["--systemd", "--timeout", "600"],
-            driver: ["--filter", "--systemd-unit", "--units", EndToEndTests.unitsDirectory])
-    }
-
-    /// Filter mode under the shipped unit with a real compositor and client (ScenarioCage.swift with
-    /// `--systemd-unit`): cage and wev in a guest with systemd as PID 1 and a GPU.
-    @Test("filter mode under touchd.service with cage and wev, in the VM", .timeLimit(.minutes(10)))
-    func filterModeUnderSystemdAndCage() async throws {
-        try await EndToEndTests.runDriver(
-            "filter mode under systemd and cage", vm: ["--systemd", "--gpu", "--timeout", "600"],
-            driver: ["--cage", "--systemd-unit", "--units", EndToEndTests.unitsDirectory], needs: ["cage", "wev"])
+    /// In one guest with systemd as PID 1 and a GPU:
+    ///
+    /// - `touchd-e2e --systemd-unit`: readiness, reloads, the watchdog, hot-plug, both kinds of target under the full
+    ///   sandbox, the journal's fields, the start-up sweep under the unit.
+    /// - Filter mode under the shipped unit's full sandbox (ScenarioFilter.swift with `--systemd-unit`): the groups and
+    ///   the udev rule as the installers put them, /dev/uinput for touchd-uinput only, and every filter check with
+    ///   touchd.service reloaded by `systemctl reload` and killed by `systemctl kill`.
+    /// - Filter mode under the shipped unit with a real compositor and client (ScenarioCage.swift with
+    ///   `--systemd-unit`): cage and wev.
+    @Test(
+        "touchd.service under systemd in one guest: the unit, filter mode, filter mode under cage",
+        .timeLimit(.minutes(35)))
+    func unitUnderSystemd() async throws {
+        let units = EndToEndTests.unitsDirectory
+        try await EndToEndTests.runSequence(
+            "touchd.service under systemd", vm: ["--systemd", "--gpu", "--timeout", "1800"],
+            steps: [
+                Step(driver: ["--systemd-unit", "--expect-control-socket", "--units", units]),
+                Step(driver: ["--filter", "--systemd-unit", "--units", units]),
+                Step(driver: ["--cage", "--systemd-unit", "--units", units], needs: ["cage", "wev"]),
+            ])
     }
 }
