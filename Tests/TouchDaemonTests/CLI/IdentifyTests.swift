@@ -158,6 +158,15 @@ struct IdentifyTests {
         }
     }
 
+    @Test("[filter] grab_siblings is true unless the file says false")
+    func grabSiblingsKey() throws {
+        #expect(try EngineHarness.load(Self.configuration).filter.grabSiblings)
+        let off = try EngineHarness.load(
+            Self.configuration.replacingOccurrences(of: "enabled = true", with: "enabled = true\ngrab_siblings = false"))
+        #expect(!off.filter.grabSiblings)
+        #expect(Configuration.Filter().grabSiblings)
+    }
+
     @Test("check says whether filter mode grabs the siblings")
     func checkSummary() throws {
         let on = try EngineHarness.load(Self.configuration)
