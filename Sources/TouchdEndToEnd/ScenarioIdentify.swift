@@ -138,7 +138,8 @@ final class IdentifyRun {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/input")) ?? []
         return names.filter { $0.hasPrefix("event") }.sorted().map { sysname in
             func read(_ attribute: String) -> String {
-                let text = (try? String(contentsOfFile: "/sys/class/input/\(sysname)/device/\(attribute)", encoding: .utf8))
+                let text =
+                    (try? String(contentsOfFile: "/sys/class/input/\(sysname)/device/\(attribute)", encoding: .utf8))
                 return text?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             }
             return (sysname, read("phys"), read("name"))
@@ -258,7 +259,8 @@ final class IdentifyRun {
             }
         }
         if touches.count > 1 {
-            if !touches[1].hasPrefix("touch: \(secondSysname) \(Self.secondName): raw") || !touches[1].contains("device[1]")
+            if !touches[1].hasPrefix("touch: \(secondSysname) \(Self.secondName): raw")
+                || !touches[1].contains("device[1]")
             {
                 failures.append("the second tap is not the second panel's through device[1]: \(touches[1])")
             }
@@ -273,9 +275,11 @@ final class IdentifyRun {
     /// debug-events' POINTER_MOTION lines from the mouse since `cursor`, waiting at most `within`.
     private func mouseMotion(from cursor: Int, within: Microseconds) -> Int {
         let found = poll(until: monotonicNow() + within) { () -> Int? in
-            let count = events?.output.since(cursor).filter { line in
-                line.contains("POINTER_MOTION") && line.drop { $0 == "-" || $0 == " " }.hasPrefix(mouseSysname + " ")
-            }.count ?? 0
+            let count =
+                events?.output.since(cursor).filter { line in
+                    line.contains("POINTER_MOTION")
+                        && line.drop { $0 == "-" || $0 == " " }.hasPrefix(mouseSysname + " ")
+                }.count ?? 0
             return count > 0 ? count : nil
         }
         return found ?? 0

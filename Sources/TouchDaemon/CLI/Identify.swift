@@ -106,7 +106,9 @@ struct Identify: ParsableCommand {
         // validate() bounds the timeout, so the conversion cannot trap.
         let deadline = monotonicMicroseconds().saturatingSum(UInt64((timeout * 1_000_000).rounded()))
         if !json {
-            print("waiting for \(count == 1 ? "a touch" : "\(count) touches") (at most \(Configuration.number(timeout)) s)")
+            print(
+                "waiting for \(count == 1 ? "a touch" : "\(count) touches") (at most \(Configuration.number(timeout)) s)"
+            )
             fflush(nil)
         }
         var seen = 0

@@ -109,10 +109,13 @@ struct IdentifyReport {
 
     private func textLines(_ entry: Entry) -> [String] {
         let node = entry.node
-        var lines = ["\(node.sysname)  \(TerminalText.escaped(node.name))  \(DeviceInfo.hex(node.vendor)):\(DeviceInfo.hex(node.product))"]
+        var lines = [
+            "\(node.sysname)  \(TerminalText.escaped(node.name))  \(DeviceInfo.hex(node.vendor)):\(DeviceInfo.hex(node.product))"
+        ]
         lines.append("  node: \(node.devnode ?? "none")" + (node.isVirtual ? " (virtual)" : ""))
-        lines.append("  phys: \(node.phys.isEmpty ? "none" : TerminalText.escaped(node.phys))"
-            + (node.uniq.isEmpty ? "" : ", uniq: \(TerminalText.escaped(node.uniq))"))
+        lines.append(
+            "  phys: \(node.phys.isEmpty ? "none" : TerminalText.escaped(node.phys))"
+                + (node.uniq.isEmpty ? "" : ", uniq: \(TerminalText.escaped(node.uniq))"))
         lines.append("  reports: \(reports(entry))")
         if entry.isTouchscreen {
             lines.append("  libinput matrix: \(libinputMatrix(entry))")
@@ -199,12 +202,15 @@ struct IdentifyReport {
         line.add("uniq", node.uniq)
         line.add("virtual", node.isVirtual)
         line.add("reports", strings: node.sortedKinds.map(\.rawValue))
-        line.add("slots", json: entry.device.map { String($0.touchCount) } ?? (node.hasSlots ? "true" : "null"))
+        // libinput's count of contacts for a touchscreen it opened; null for anything else (unknown, or no touch).
+        line.add("slots", json: entry.isTouchscreen ? entry.device.map { String($0.touchCount) } ?? "null" : "null")
         line.add("touchscreen", entry.isTouchscreen)
         line.add("libinput", entry.device != nil)
         if let unreadable = entry.unreadable { line.add("unreadable", unreadable) }
         if entry.isTouchscreen {
-            line.add("libinput_matrix", json: Self.jsonMatrix(entry.device?.libinputCalibration ?? CoordinateMapper.identity))
+            line.add(
+                "libinput_matrix", json: Self.jsonMatrix(entry.device?.libinputCalibration ?? CoordinateMapper.identity)
+            )
             if let property = node.calibrationProperty { line.add("udev_calibration_matrix", property) }
             switch entry.usage {
             case nil:

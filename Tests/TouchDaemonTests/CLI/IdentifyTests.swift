@@ -103,7 +103,9 @@ struct IdentifyTests {
     func json() throws {
         let lines = try Self.report().jsonLines
         #expect(lines.count == 3)
-        let objects = try lines.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        let objects = try lines.map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
         let panel = objects[1]
         #expect(panel["sysname"] as? String == "event3")
         #expect(panel["vendor"] as? String == "222a")
@@ -138,7 +140,9 @@ struct IdentifyTests {
         #expect(unknown == "touch: event9 Hot-plugged: raw (0.1000, 0.2000)")
     }
 
-    @Test("fixed decimals", arguments: [(0.25, 4, "0.2500"), (-0.00001, 4, "0.0000"), (-1.5, 1, "-1.5"), (208, 1, "208.0")])
+    @Test(
+        "fixed decimals",
+        arguments: [(0.25, 4, "0.2500"), (-0.00001, 4, "0.0000"), (-1.5, 1, "-1.5"), (208, 1, "208.0")])
     func fixed(value: Double, digits: Int, text: String) {
         #expect(IdentifyReport.fixed(value, digits: digits) == text)
     }
@@ -162,7 +166,8 @@ struct IdentifyTests {
     func grabSiblingsKey() throws {
         #expect(try EngineHarness.load(Self.configuration).filter.grabSiblings)
         let off = try EngineHarness.load(
-            Self.configuration.replacingOccurrences(of: "enabled = true", with: "enabled = true\ngrab_siblings = false"))
+            Self.configuration.replacingOccurrences(of: "enabled = true", with: "enabled = true\ngrab_siblings = false")
+        )
         #expect(!off.filter.grabSiblings)
         #expect(Configuration.Filter().grabSiblings)
     }
@@ -171,8 +176,9 @@ struct IdentifyTests {
     func checkSummary() throws {
         let on = try EngineHarness.load(Self.configuration)
         #expect(on.summary.contains { $0.contains("sibling pointer nodes grabbed too (grab_siblings") })
-        let off = try EngineHarness.load(Self.configuration.replacingOccurrences(
-            of: "enabled = true", with: "enabled = true\ngrab_siblings = false"))
+        let off = try EngineHarness.load(
+            Self.configuration.replacingOccurrences(
+                of: "enabled = true", with: "enabled = true\ngrab_siblings = false"))
         #expect(off.summary.contains { $0.contains("left to the compositor (grab_siblings = false)") })
     }
 }

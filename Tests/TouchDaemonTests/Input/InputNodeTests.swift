@@ -41,7 +41,9 @@ struct InputNodeTests {
         vendor: 1)
     static let otherMouse = node(
         7, name: "Logitech USB Optical Mouse", kinds: [.mouse], phys: "usb-0000:00:14.0-2/input0",
-        ancestors: [.init(syspath: "/sys/devices/pci0000:00/0000:00:14.0/usb1/1-2", subsystem: "usb", devtype: "usb_device")],
+        ancestors: [
+            .init(syspath: "/sys/devices/pci0000:00/0000:00:14.0/usb1/1-2", subsystem: "usb", devtype: "usb_device")
+        ],
         vendor: 0x046d)
 
     @Test("the physical device: the nearest USB device, else the HID device, else the parent, none for uinput")
@@ -56,7 +58,9 @@ struct InputNodeTests {
                 .init(syspath: "/sys/devices/virtual/misc/uhid", subsystem: "misc", devtype: nil),
             ]) == .init(bus: .hid, syspath: uhid))
         #expect(
-            InputNode.physicalDevice(ancestors: [.init(syspath: "/sys/devices/LNXSYSTM:00/LNXPWRBN:00", subsystem: "acpi")])
+            InputNode.physicalDevice(ancestors: [
+                .init(syspath: "/sys/devices/LNXSYSTM:00/LNXPWRBN:00", subsystem: "acpi")
+            ])
                 == .init(bus: .parent, syspath: "/sys/devices/LNXSYSTM:00/LNXPWRBN:00"))
         #expect(InputNode.physicalDevice(ancestors: []) == nil)
     }
