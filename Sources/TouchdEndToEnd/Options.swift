@@ -238,11 +238,11 @@ struct Options: Equatable {
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
             options.filter && !options.startupSweep, options.cage, options.compareLibinput, options.startupSweep,
-            options.busyTarget, options.speech,
+            options.busyTarget, options.speech, options.identify,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
                 "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput, "
-                    + "--startup-sweep, --busy-target and --speech are separate runs; give one of them"
+                    + "--startup-sweep, --busy-target, --speech and --identify are separate runs; give one of them"
             )
         }
         if options.twinSpace, !options.cage || options.systemdUnit {

@@ -124,6 +124,8 @@ extension LibinputContext {
                         ? "another process has grabbed it (EBUSY)"
                         : "cannot grab it: \(String(cString: strerror(code)))"))
         }
+        // Never read and never in the loop's epoll set: the kernel keeps a bounded buffer for this reader and drops
+        // what overflows it, so a grabbed sibling costs no wake-up and no memory beyond that buffer.
         return .success(SiblingGrab(sysname: node.sysname, name: node.name, fd: fd, evdev: evdev))
     }
 
