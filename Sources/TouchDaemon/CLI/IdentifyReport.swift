@@ -133,17 +133,13 @@ struct IdentifyReport {
                         + " region \(Self.describe(mapper.region))")
             }
             for sibling in entry.siblings {
-                let grabbed = grabsSiblings && grabbable(sibling) ? "; grabbed in filter mode (grab_siblings)" : ""
+                let grabbed = grabsSiblings && sibling.isGrabbable ? "; grabbed in filter mode (grab_siblings)" : ""
                 lines.append(
                     "  sibling: \(sibling.node.sysname) \(TerminalText.escaped(sibling.node.name)) (\(sibling.reason.rawValue)):"
                         + " \(sibling.effect)\(grabbed)")
             }
         }
         return lines
-    }
-
-    private func grabbable(_ sibling: InputNode.Sibling) -> Bool {
-        sibling.node.isPointer && sibling.reason != .sameUniq
     }
 
     private func reports(_ entry: Entry) -> String {
@@ -239,7 +235,7 @@ struct IdentifyReport {
                 item.add("reason", sibling.reason.rawValue)
                 item.add("pointer", sibling.node.isPointer)
                 item.add("effect", sibling.effect)
-                item.add("grabbed_in_filter_mode", grabsSiblings && grabbable(sibling))
+                item.add("grabbed_in_filter_mode", grabsSiblings && sibling.isGrabbable)
                 return item.line
             }
             line.add("siblings", json: JSONLine.array(siblings))

@@ -111,6 +111,10 @@ struct InputNode: Hashable, Sendable {
         var node: InputNode
         var reason: SiblingReason
 
+        /// Whether filter mode grabs it (`[filter] grab_siblings`): a pointer tied to the panel by sysfs or `phys`, not
+        /// by `uniq` alone (a serial number some makers repeat on every unit).
+        var isGrabbable: Bool { node.isPointer && reason != .sameUniq }
+
         /// What the sibling does to a kiosk, for `touchd identify`.
         var effect: String {
             if node.isPointer {
@@ -150,12 +154,11 @@ struct InputNode: Hashable, Sendable {
         return nil
     }
 
-    /// The sibling pointer nodes filter mode grabs beside `panel` (`[filter] grab_siblings`): tied to it by sysfs or
-    /// `phys`, not by `uniq` alone (a serial number some makers repeat on every unit), and never one of `excluded`
-    /// (touchd's own twins).
+    /// The sibling nodes filter mode grabs beside `panel` (`[filter] grab_siblings`, ``Sibling/isGrabbable``), never
+    /// one of `excluded` (touchd's own twins).
     static func grabbableSiblings(of panel: InputNode, among nodes: [InputNode], excluded: Set<String>) -> [InputNode] {
         siblings(of: panel, among: nodes).compactMap { sibling in
-            guard sibling.node.isPointer, sibling.reason != .sameUniq else { return nil }
+            guard sibling.isGrabbable else { return nil }
             if let node = sibling.node.devnode, excluded.contains(node) { return nil }
             return sibling.node
         }
