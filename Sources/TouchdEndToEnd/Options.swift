@@ -50,6 +50,8 @@ struct Options: Equatable {
     var yieldOnSend = false
     /// Explore by touch's speech through a real speech-dispatcher on ALSA's loopback (ScenarioSpeech.swift).
     var speech = false
+    /// `touchd identify` and filter mode's sibling grab on a uhid panel with a sibling mouse (ScenarioIdentify.swift).
+    var identify = false
     var help = false
 
     static let usage = """
@@ -63,6 +65,7 @@ struct Options: Equatable {
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
                touchd-e2e --busy-target --touchd PATH [--yield-on-send] [--verbose]
                touchd-e2e --speech --touchd PATH [--verbose]
+               touchd-e2e --identify --touchd PATH [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
                           [--also-touchd PATH] [--floor-reader PATH] [--floor-daemon PATH] [--verbose]
 
@@ -139,6 +142,10 @@ struct Options: Equatable {
           --yield-on-send
                          with --busy-target or --filter (not under --systemd-unit): run touchd with its
                          --yield-on-send, which the busy-target checks are expected to fail
+          --identify     `touchd identify` on a uhid panel (hid-multitouch) with a sibling mouse (hid-generic) on the
+                         same USB port and a second uinput panel: the list, --json, --touch naming each tap's panel;
+                         then filter mode with [filter] grab_siblings: the mouse's motion must not reach `libinput
+                         debug-events` while touchd runs, and must again after a reload to false and after the stop
           --speech       explore by touch's speech through a real speech-dispatcher (espeak-ng) on a socket of its
                          own, playing into ALSA's loopback card (snd-aloop), captured with arecord: `touchd speak`
                          (touchd's SSIP client) must be heard, and a CANCEL must stop the audio within 100 ms;
@@ -221,6 +228,7 @@ struct Options: Equatable {
             case "--units": options.units = try value(for: argument)
             case "--expect-control-socket": options.expectControlSocket = true
             case "--busy-target": options.busyTarget = true
+            case "--identify": options.identify = true
             case "--yield-on-send": options.yieldOnSend = true
             case "--speech": options.speech = true
             case "-h", "--help": options.help = true
@@ -230,11 +238,11 @@ struct Options: Equatable {
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
             options.filter && !options.startupSweep, options.cage, options.compareLibinput, options.startupSweep,
-            options.busyTarget, options.speech,
+            options.busyTarget, options.speech, options.identify,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
                 "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput, "
-                    + "--startup-sweep, --busy-target and --speech are separate runs; give one of them"
+                    + "--startup-sweep, --busy-target, --speech and --identify are separate runs; give one of them"
             )
         }
         if options.twinSpace, !options.cage || options.systemdUnit {

@@ -62,6 +62,11 @@ struct SelfTest {
         results.expect(
             "--speech is a run of its own",
             (try? Options.parse(["--speech", "--busy-target", "--touchd", "/t"])) == nil)
+        results.equal(
+            "--identify parses", (try? Options.parse(["--identify", "--touchd", "/t"]))?.identify, true)
+        results.expect(
+            "--identify is a run of its own",
+            (try? Options.parse(["--identify", "--filter", "--touchd", "/t"])) == nil)
     }
 
     /// Counts and prints self-test verdicts.

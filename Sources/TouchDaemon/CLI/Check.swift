@@ -111,6 +111,10 @@ extension Configuration {
                     "the wake touch swallowed after \(Self.number(Double(filter.swallowAfterIdle) / 1_000_000)) s")
             }
             parts.append("claimed touches end as a \(filter.cancelWith == .lift ? "lift" : "palm cancel")")
+            parts.append(
+                filter.grabSiblings
+                    ? "each panel's sibling pointer nodes grabbed too (grab_siblings; touchd identify lists them)"
+                    : "sibling pointer nodes left to the compositor (grab_siblings = false)")
             lines.append(parts.joined(separator: ", "))
             lines.append(twinSpaceSummary)
         }

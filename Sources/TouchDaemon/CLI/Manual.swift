@@ -98,8 +98,8 @@ enum Manual {
             unless
             .B \\-\\-config
             names another file.
-            The commands below check a file, try it on recorded or scripted touches, draw it, run the daemon and talk \
-            to a running daemon.
+            The commands below check a file, try it on recorded or scripted touches, draw it, run the daemon, identify \
+            the seat's input nodes and talk to a running daemon.
             Shell completions: touchd \\-\\-generate\\-completion\\-script bash|zsh|fish.
             .SH COMMANDS
 
@@ -131,6 +131,8 @@ enum Manual {
             run: the input layer cannot start (no udev, a seat that cannot be assigned).
             ctl: touchd cannot be reached, the connection was lost, or no answer came within \\-\\-timeout (monitor,
             subscribe: fewer than \\-\\-count events came within it).
+            identify: udev or libinput cannot be read, or \\-\\-touch saw fewer than \\-\\-count touches within
+            \\-\\-timeout.
             .TP
             .B 70
             run: its event loop failed.
@@ -149,7 +151,7 @@ enum Manual {
             ctl: touchd's answer broke the protocol.
             .TP
             .B 78
-            The configuration is invalid (check, run, simulate, render); ctl: it names no usable socket.
+            The configuration is invalid (check, run, simulate, render, identify); ctl: it names no usable socket.
             run: filter mode is on and touchd cannot create virtual touchscreens (\\fI/dev/uinput\\fR is missing or
             cannot be opened), or systemd passed a control socket touchd cannot use.
             .SH FILES
@@ -163,7 +165,8 @@ enum Manual {
             .TP
             .I /usr/share/doc/touchd/
             configuration.md (every key), operations.md (running it under systemd), security.md, kiosk.md (filter \
-            mode, and which \\fB[filter] twin_space\\fR each compositor wants), and examples.
+            mode, which \\fB[filter] twin_space\\fR each compositor wants, identifying panels and their sibling nodes),
+            and examples.
             .SH SEE ALSO
             .BR systemctl (1),
             .BR journalctl (1),

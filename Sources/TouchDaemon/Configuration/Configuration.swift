@@ -104,6 +104,8 @@ struct Configuration: Sendable {
         var swallowAfterIdle = Schema.filter.swallowAfterIdle.defaultValue
         var cancelWith = Schema.filter.cancelWith.defaultValue
         var twinSpace = Schema.filter.twinSpace.defaultValue
+        /// Also grab each filtered panel's sibling pointer nodes (docs/kiosk.md, "Sibling nodes").
+        var grabSiblings = Schema.filter.grabSiblings.defaultValue
 
         /// The scene's settings for the application; nil when the filter is off.
         var app: AppSettings? {

@@ -322,7 +322,8 @@ private struct Decoder {
         }
         return Configuration.Filter(
             enabled: enabled, appMaxContacts: appMaxContacts, swallowAfterIdle: table[keys.swallowAfterIdle],
-            cancelWith: table[keys.cancelWith], twinSpace: table[keys.twinSpace])
+            cancelWith: table[keys.cancelWith], twinSpace: table[keys.twinSpace],
+            grabSiblings: table[keys.grabSiblings])
     }
 
     /// `[filter] swallow_after_idle_s` and `[idle] timeout_s` both count from the last lift (Engine+Idle.swift,

@@ -209,6 +209,8 @@ final class Daemon {
                 input.drainMonitor()
                 perform(engine.handle(input.dispatch(), now: monotonicMicroseconds()))
                 perform(engine.unusableTouchscreens(input.unusableTouchscreens()))
+                // A panel's sibling node may come after the panel, or get udev's properties later.
+                updateSiblingGrabs()
             }
             // A second instance asked who holds the seat (it read our pid from the connection).
             if let index = lockIndex, ready.contains(index) { instanceLock?.drain() }
@@ -287,6 +289,7 @@ final class Daemon {
         case .filterDevices(let devices, let cancelWith, let axes):
             guard let input else { return }
             perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith, axes: axes)))
+            updateSiblingGrabs()
         case .forward(let frame):
             // Same loop turn as the input frame: no thread hop on the application's path.
             if let code = input?.forward(frame) {
@@ -405,6 +408,30 @@ final class Daemon {
             }
         }
         perform(engine.reload(loaded, path: configurationPath, now: monotonicMicroseconds(), requesters: requesters))
+        // A reload may turn grab_siblings on or off with the same touchscreens filtered.
+        updateSiblingGrabs()
+    }
+
+    /// Filter mode's sibling grab (`[filter] grab_siblings`, docs/kiosk.md): brings the grabs of the filtered panels'
+    /// sibling pointer nodes in line with the configuration, and logs what changed.
+    private func updateSiblingGrabs() {
+        guard let input else { return }
+        let filter = engine.configuration.filter
+        guard filter.enabled || !input.siblingGrabs.isEmpty else { return }
+        for change in input.updateSiblingGrabs(enabled: filter.enabled && filter.grabSiblings) {
+            switch change {
+            case .grabbed(let sysname, let name, let panel):
+                logger.notice(
+                    "sibling node grabbed: the compositor no longer reads it",
+                    metadata: ["device": "\(name) (\(sysname))", "panel": "\(panel)"])
+            case .released(let sysname, let name):
+                logger.info("sibling node released", metadata: ["device": "\(name) (\(sysname))"])
+            case .refused(let sysname, let name, let panel, let problem):
+                logger.warning(
+                    "sibling node not grabbed: \(problem)",
+                    metadata: ["device": "\(name) (\(sysname))", "panel": "\(panel)"])
+            }
+        }
     }
 
     /// A SIGHUP with no touchscreen in use also retries the devices libinput could not open (fault-cases.md D2).

@@ -51,9 +51,97 @@ extension LibinputContext {
         filtered[frame.device]?.twin.write(frame.changes)
     }
 
-    /// Ungrabs every touchscreen and removes the twins.
+    /// Ungrabs every touchscreen and its siblings and removes the twins.
     func releaseFilter() {
         for id in filtered.keys.sorted() { release(id) }
+        for id in siblingGrabs.keys.sorted() { releaseSiblings(of: id) }
+    }
+
+    /// Grabs the sibling pointer nodes of every filtered touchscreen (`[filter] grab_siblings`, docs/kiosk.md,
+    /// "Sibling nodes") when `enabled`, and releases those of panels no longer filtered, or all of them when not.
+    /// Looks the siblings up in udev's database each time: call it when the filter or the seat's devices changed, not
+    /// per event. Returns what changed, for the log.
+    func updateSiblingGrabs(enabled: Bool) -> [SiblingGrabChange] {
+        var changes: [SiblingGrabChange] = []
+        var wanted: [Int: (panel: DeviceInfo, nodes: [InputNode])] = [:]
+        if enabled, !filtered.isEmpty, let survey = InputNodeSurvey.scan(seat: seat) {
+            for info in devices.values where filtered[info.id] != nil {
+                guard let panel = survey.first(where: { $0.sysname == info.sysname }) else { continue }
+                wanted[info.id] = (info, InputNode.grabbableSiblings(of: panel, among: survey, excluded: nodes.twins))
+            }
+        }
+        for id in siblingGrabs.keys.sorted() {
+            let keep = Set(wanted[id]?.nodes.map(\.sysname) ?? [])
+            for grab in siblingGrabs[id] ?? [] where !keep.contains(grab.sysname) {
+                changes.append(.released(grab.sysname, name: grab.name))
+            }
+            releaseSiblings(of: id, keeping: keep)
+        }
+        for id in wanted.keys.sorted() {
+            guard let (panel, siblings) = wanted[id] else { continue }
+            let held = Set(siblingGrabs[id]?.map(\.sysname) ?? [])
+            for sibling in siblings where !held.contains(sibling.sysname) {
+                switch grabSibling(sibling) {
+                case .success(let grab):
+                    siblingGrabs[id, default: []].append(grab)
+                    changes.append(.grabbed(sibling.sysname, name: sibling.name, panel: panel.summary))
+                case .failure(let problem):
+                    changes.append(.refused(sibling.sysname, name: sibling.name, panel: panel.summary, problem))
+                }
+            }
+        }
+        return changes
+    }
+
+    /// Opens a sibling node read-only and grabs it; refused while a button or touch is down on it (the compositor
+    /// would keep that button pressed), or when the node cannot be opened or grabbed.
+    private func grabSibling(_ node: InputNode) -> Result<SiblingGrab, SiblingGrabProblem> {
+        guard let devnode = node.devnode else { return .failure(SiblingGrabProblem("it has no device node")) }
+        let fd = open(devnode, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(SiblingGrabProblem("cannot open \(devnode): \(Self.errnoText())")) }
+        var evdev: OpaquePointer?
+        let created = libevdev_new_from_fd(fd, &evdev)
+        guard created == 0, let evdev else {
+            close(fd)
+            return .failure(
+                SiblingGrabProblem(
+                    "cannot read its capabilities: \(String(cString: strerror(created < 0 ? -created : EIO)))"))
+        }
+        let buttons = [BTN_LEFT, BTN_RIGHT, BTN_MIDDLE, BTN_TOUCH]
+        if buttons.contains(where: { libevdev_get_event_value(evdev, UInt32(EV_KEY), UInt32($0)) != 0 }) {
+            libevdev_free(evdev)
+            close(fd)
+            return .failure(SiblingGrabProblem("a button is down on it; grabbed when the seat's devices next change"))
+        }
+        let grabbed = libevdev_grab(evdev, LIBEVDEV_GRAB)
+        guard grabbed == 0 else {
+            libevdev_free(evdev)
+            close(fd)
+            let code = grabbed < 0 ? -grabbed : EIO
+            return .failure(
+                SiblingGrabProblem(
+                    code == EBUSY
+                        ? "another process has grabbed it (EBUSY)"
+                        : "cannot grab it: \(String(cString: strerror(code)))"))
+        }
+        // Never read and never in the loop's epoll set: the kernel keeps a bounded buffer for this reader and drops
+        // what overflows it, so a grabbed sibling costs no wake-up and no memory beyond that buffer.
+        return .success(SiblingGrab(sysname: node.sysname, name: node.name, fd: fd, evdev: evdev))
+    }
+
+    private func releaseSiblings(of id: Int, keeping keep: Set<String> = []) {
+        guard let grabs = siblingGrabs[id] else { return }
+        var kept: [SiblingGrab] = []
+        for grab in grabs {
+            if keep.contains(grab.sysname) {
+                kept.append(grab)
+                continue
+            }
+            libevdev_grab(grab.evdev, LIBEVDEV_UNGRAB)
+            libevdev_free(grab.evdev)
+            close(grab.fd)
+        }
+        siblingGrabs[id] = kept.isEmpty ? nil : kept
     }
 
     private func grab(_ device: DeviceInfo, cancelWith: Configuration.Filter.CancelWith, axes: TwinAxes)
@@ -121,7 +209,31 @@ extension LibinputContext {
         if nodes.opened.values.contains(libevdev_get_fd(evdev)) { libevdev_grab(evdev, LIBEVDEV_UNGRAB) }
         libevdev_free(evdev)
         if let node = twin.devnode { nodes.twins.remove(node) }
+        releaseSiblings(of: id)
         // Removing the virtual device makes the compositor cancel what the application still had down.
         _ = twin
     }
 }
+
+/// A sibling node filter mode holds grabbed: its descriptor (opened by touchd, never read) and libevdev's handle.
+struct SiblingGrab {
+    var sysname: String
+    var name: String
+    var fd: Int32
+    var evdev: OpaquePointer
+}
+
+/// Why a sibling node was not grabbed.
+struct SiblingGrabProblem: Error, CustomStringConvertible, Sendable {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// What ``LibinputContext/updateSiblingGrabs(enabled:)`` changed, for the log.
+enum SiblingGrabChange: Hashable, Sendable {
+    case grabbed(String, name: String, panel: String)
+    case released(String, name: String)
+    case refused(String, name: String, panel: String, SiblingGrabProblem)
+}
+
+extension SiblingGrabProblem: Hashable {}

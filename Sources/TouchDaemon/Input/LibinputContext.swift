@@ -25,6 +25,9 @@ final class LibinputContext {
     let nodes: DeviceNodes
     /// Filter mode: the grabbed touchscreens and their twins, by touchd's device id.
     var filtered: SmallMap<Int, (evdev: OpaquePointer, twin: Twin)> = [:]
+    /// Filter mode with `[filter] grab_siblings`: the sibling pointer nodes grabbed beside each filtered touchscreen,
+    /// by its device id. touchd opened each itself (libinput does not read pointers for touchd) and never reads it.
+    var siblingGrabs: SmallMap<Int, [SiblingGrab]> = [:]
     /// A udev monitor of the input subsystem, for diagnostics only: libinput has its own, but says nothing about a
     /// touchscreen it refuses (fault-cases.md D12), so touchd watches for input devices coming and going and compares
     /// udev's touchscreens with libinput's. Nil when it could not be set up (touch input works the same without it).

@@ -173,22 +173,34 @@ struct TouchRouter {
     }
 
     private mutating func evaluate(_ info: DeviceInfo) -> Note {
-        guard info.isTouchscreen else { return .ignored(info, reason: "not a touchscreen") }
+        switch Self.decide(info, allowList: allowList, ignoresVirtual: ignoresVirtual) {
+        case .ignored(let reason):
+            return .ignored(info, reason: reason)
+        case .used(let entry):
+            mappers[info.id] = CoordinateMapper(output: output, device: entry.map { allowList[$0] })
+            return .accepted(info)
+        }
+    }
+
+    /// Whether a device is used, and through which `[[device]]` entry.
+    enum Decision: Hashable, Sendable {
+        /// Used; `entry` is the index of the first `[[device]]` entry that matches it, nil without entries.
+        case used(entry: Int?)
+        case ignored(reason: String)
+    }
+
+    /// Whether touchd uses `info` under an allow-list: the one rule for `run`, `simulate` and `identify`.
+    static func decide(_ info: DeviceInfo, allowList: [Configuration.DeviceMatch], ignoresVirtual: Bool) -> Decision {
+        guard info.isTouchscreen else { return .ignored(reason: "not a touchscreen") }
         // Before the allow-list: a clone copies the name and ids an entry matches.
         if ignoresVirtual, info.isVirtual {
-            return .ignored(info, reason: "a virtual input device, not a panel on a port ([input] ignore_virtual)")
+            return .ignored(reason: "a virtual input device, not a panel on a port ([input] ignore_virtual)")
         }
-        let match: Configuration.DeviceMatch?
-        if allowList.isEmpty {
-            match = nil
-        } else {
-            guard let first = allowList.first(where: { $0.matches(info) }) else {
-                return .ignored(info, reason: "no [[device]] entry matches it")
-            }
-            match = first
+        guard !allowList.isEmpty else { return .used(entry: nil) }
+        guard let index = allowList.firstIndex(where: { $0.matches(info) }) else {
+            return .ignored(reason: "no [[device]] entry matches it")
         }
-        mappers[info.id] = CoordinateMapper(output: output, device: match)
-        return .accepted(info)
+        return .used(entry: index)
     }
 
     private mutating func handle(_ touch: TouchEvent, into notes: inout [Note]) {

@@ -220,6 +220,12 @@ struct FilterKeys: KeyTable {
             + "output without turning it (cage; sway and labwc when the touchscreen is mapped to no output). See "
             + "[kiosk.md](kiosk.md#which-twin_space)",
         example: "twin_space = \"output\"")
+    let grabSiblings = Setting(
+        "grab_siblings", .boolean, default: true,
+        doc: "also grab each filtered panel's sibling pointer nodes (a mouse or tablet node of the same USB or HID "
+            + "device, as `touchd identify` lists them), so the compositor sees only the twin: no cursor, no second "
+            + "click per tap. `false` leaves them to the compositor. See [kiosk.md](kiosk.md#sibling-nodes)",
+        example: "grab_siblings = false")
 }
 
 struct ApplicationKeys: KeyTable {
