@@ -153,6 +153,9 @@ struct EndToEndTests {
     /// - The default run (touchd-e2e with no mode): taps, gestures, reloads, hot-plug, faults, record and replay.
     /// - The next tap's action does not wait behind a busy target (ScenarioBusyTarget.swift): its median may exceed
     ///   the same with the first target idle by at most that idle median and 8 ms.
+    /// - `touchd identify` (ScenarioIdentify.swift): a uhid panel with a sibling mouse node is listed with its entry
+    ///   and its sibling, `--touch` names the panel a tap came from, and filter mode's `grab_siblings` keeps the
+    ///   sibling's motion from the compositor.
     /// - A panel that appears while touchd starts (ScenarioStartup.swift): created 0, 50, 100, 200, 300, 500, 800
     ///   and 1200 ms after `touchd run`, three rounds each; both taps of every round must reach the socket target.
     /// - Filter mode under a real compositor and client (ScenarioCage.swift): cage, which ignores libinput's touch
@@ -161,7 +164,7 @@ struct EndToEndTests {
     /// - `[filter] twin_space` under cage (ScenarioCageTwinSpace.swift): with cage turned to portrait and
     ///   `twin_space = "output"`, wev gets each tap where touchd's controls saw it.
     @Test(
-        "touchd-e2e's checks in one guest: latency, filter mode, the default run, busy target, start-up, cage",
+        "touchd-e2e's checks in one guest: latency, filter mode, the default run, busy target, identify, start-up, cage",
         .timeLimit(.minutes(60)))
     func checksInOneGuest() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -174,7 +177,7 @@ struct EndToEndTests {
             filter += ["--floor-filter", floors.appendingPathComponent("floor-filter").path]
         }
         // Each step's own bound, in the guest's seconds, as when each had a guest of its own.
-        let timeout = (300 + rounds * 40) + 600 + 900 + 240 + 600 + 600 + 600
+        let timeout = (300 + rounds * 40) + 600 + 900 + 240 + 300 + 600 + 600 + 600
         try await Self.runSequence(
             "touchd-e2e in one guest", vm: ["--gpu", "--timeout", "\(timeout)"],
             steps: [
@@ -182,6 +185,7 @@ struct EndToEndTests {
                 Step(driver: filter, touchd: measured),
                 Step(driver: []),
                 Step(driver: ["--busy-target"]),
+                Step(driver: ["--identify"]),
                 Step(driver: ["--startup-sweep"]),
                 Step(driver: ["--cage"], needs: ["cage", "wev"]),
                 Step(driver: ["--cage", "--twin-space"], needs: ["cage", "wev"]),
