@@ -38,6 +38,8 @@ struct Options: Equatable {
     /// With `filter`: a minimal filter (grab, twin, copy; tools/perf/floors) whose application latency is measured
     /// in rounds of its own beside touchd's: what any filter process costs in the guest.
     var floorFilter: String?
+    /// With `filter`: the bare forwarder that reads through libinput (tools/perf/floor-filter-libinput.c).
+    var floorFilterLibinput: String?
     /// With `compareLibinput`: fail when the ratio of the medians is above this (otherwise it is only reported).
     var maximumRatio: Double?
     /// Where the units to install are (the repository's systemd/ directory).
@@ -59,7 +61,8 @@ struct Options: Equatable {
                touchd-e2e --self-test [--touchd PATH] [--verbose]
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
-               touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH] [--verbose]
+               touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH]
+                          [--floor-filter-libinput PATH] [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --cage --twin-space --touchd PATH [--verbose]
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
@@ -130,6 +133,9 @@ struct Options: Equatable {
                          with --filter (not under systemd): also measure the application's latency through this
                          minimal filter (grab, twin, copy every event; tools/perf/floors builds one), in rounds of its
                          own beside touchd's filter mode and the panel read directly
+          --floor-filter-libinput PATH
+                         with --filter (not under systemd): also measure the same forwarder reading the panel through
+                         libinput, as touchd does (tools/perf/floors builds one): what reading through libinput costs
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated
@@ -219,6 +225,7 @@ struct Options: Equatable {
             case "--floor-reader": options.floorReader = try value(for: argument)
             case "--floor-daemon": options.floorDaemon = try value(for: argument)
             case "--floor-filter": options.floorFilter = try value(for: argument)
+            case "--floor-filter-libinput": options.floorFilterLibinput = try value(for: argument)
             case "--max-ratio":
                 let text = try value(for: argument)
                 guard let ratio = Double(text), ratio.isFinite, ratio > 0 else {
@@ -261,8 +268,8 @@ struct Options: Equatable {
             throw UsageError(
                 "--rounds, --max-ratio, --also-touchd, --floor-reader and --floor-daemon go with --compare-libinput")
         }
-        if options.floorFilter != nil, !options.filter || options.systemdUnit {
-            throw UsageError("--floor-filter goes with --filter, not under --systemd-unit")
+        if options.floorFilter != nil || options.floorFilterLibinput != nil, !options.filter || options.systemdUnit {
+            throw UsageError("--floor-filter and --floor-filter-libinput go with --filter, not under --systemd-unit")
         }
         if arguments.contains("--sweep-rounds"), !options.startupSweep {
             throw UsageError("--sweep-rounds goes with --startup-sweep")

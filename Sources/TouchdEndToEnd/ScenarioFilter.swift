@@ -826,7 +826,8 @@ final class FilterRun {
         }
         var samples: [Round: [Int64]] = [:]
         var busyActions = 0
-        let readers: [Reader] = options.floorFilter == nil ? [.touchd, .direct] : [.touchd, .direct, .floor]
+        var readers: [Reader] = options.floorFilter == nil ? [.touchd, .direct] : [.touchd, .direct, .floor]
+        if options.floorFilterLibinput != nil { readers.append(.libinputFloor) }
         let conditions = busy == nil ? [false] : [false, true]
         // The driver's own connection to the busy target, for the stand-in lines of the direct and floor rounds.
         var standIn: Int32 = -1
@@ -884,6 +885,16 @@ final class FilterRun {
                     + "floor_over_direct_p50=\(format(ratio(floor?.p50, direct?.p50))) "
                     + "touchd_over_direct_p50=\(format(ratio(touchd?.p50, direct?.p50))) "
                     + "bounds=\(bounds) (touchd/floor p50 <= \(Self.medianBound), p99 <= \(Self.p99Bound); reported)")
+            if let libinputFloor = figures(.libinputFloor) {
+                // What reading through libinput costs a forwarder, and touchd above a forwarder that does.
+                Console.line(
+                    "filter-latency-libinput-floor: busy=\(isBusy ? 1 : 0) "
+                        + "libinput_floor_p50_us=\(libinputFloor.p50) libinput_floor_p99_us=\(libinputFloor.p99) "
+                        + "libinput_floor_over_floor_p50=\(format(ratio(libinputFloor.p50, floor?.p50))) "
+                        + "libinput_floor_over_floor_p99=\(format(ratio(libinputFloor.p99, floor?.p99))) "
+                        + "touchd_over_libinput_floor_p50=\(format(ratio(touchd?.p50, libinputFloor.p50))) "
+                        + "touchd_over_libinput_floor_p99=\(format(ratio(touchd?.p99, libinputFloor.p99)))")
+            }
             notes.append(
                 "app-visible latency\(isBusy ? " with the busy target" : ""), uinput write → debug-events TOUCH_DOWN: "
                     + readers.map { reader in
@@ -905,6 +916,7 @@ final class FilterRun {
     /// twin, or through touchd's.
     private enum LatencyReader: String {
         case direct, floor, touchd
+        case libinputFloor = "floor-libinput"
     }
 
     /// Rounds per reader and condition, and taps per round.
@@ -937,8 +949,8 @@ final class FilterRun {
                 : Self.config(socket: target.path)
             try startDaemon(config: config)
             try findTwin(from: cursor)
-        case .floor:
-            guard let path = options.floorFilter else { return [] }
+        case .floor, .libinputFloor:
+            guard let path = reader == .floor ? options.floorFilter : options.floorFilterLibinput else { return [] }
             let cursor = eventCursor
             floorFilter = try attempt { () throws(DriverError) in
                 try Daemon(

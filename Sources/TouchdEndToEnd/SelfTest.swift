@@ -518,6 +518,10 @@ struct SelfTest {
             "arguments-floor-filter",
             (try? Options.parse(["--filter", "--touchd", "/t", "--floor-filter", "/f"]))?.floorFilter, "/f")
         results.equal(
+            "arguments-floor-filter-libinput",
+            (try? Options.parse(["--filter", "--touchd", "/t", "--floor-filter-libinput", "/l"]))?.floorFilterLibinput,
+            "/l")
+        results.equal(
             "arguments-compare-libinput-taps",
             (try? Options.parse(["--compare-libinput", "--touchd", "/t", "--taps", "30"]))?.taps, 30)
         results.equal(
@@ -547,7 +551,8 @@ struct SelfTest {
             (["--touchd", "/t", "--rounds", "3"], "go with --compare-libinput"),
             (["--touchd", "/t", "--floor-reader", "/f"], "go with --compare-libinput"),
             (["--touchd", "/t", "--floor-daemon", "/d"], "go with --compare-libinput"),
-            (["--touchd", "/t", "--floor-filter", "/f"], "goes with --filter"),
+            (["--touchd", "/t", "--floor-filter", "/f"], "go with --filter"),
+            (["--touchd", "/t", "--floor-filter-libinput", "/l"], "go with --filter"),
             (["--filter", "--systemd-unit", "--touchd", "/t", "--floor-filter", "/f"], "not under --systemd-unit"),
             (["--compare-libinput", "--touchd", "/t", "--rounds", "0"], "from 1 to 100"),
             (["--compare-libinput", "--touchd", "/t", "--max-ratio", "-1"], "positive number"),

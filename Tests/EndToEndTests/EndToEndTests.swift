@@ -149,7 +149,8 @@ struct EndToEndTests {
     ///   twin, `libinput debug-events` on the whole seat shows what the application gets; also that the next touch
     ///   forwarded does not wait behind a busy socket target, and the app-visible latency (`filter-latency:` lines)
     ///   through touchd's twin against the panel read directly and, with a C compiler on the host, through the bare
-    ///   forwarder tools/perf/floor-filter.c, with the socket target idle and busy. Runs `TOUCHD_LATENCY_TOUCHD` too.
+    ///   forwarder tools/perf/floor-filter.c and the same forwarder reading through libinput
+    ///   (floor-filter-libinput.c), with the socket target idle and busy. Runs `TOUCHD_LATENCY_TOUCHD` too.
     /// - The default run (touchd-e2e with no mode): taps, gestures, reloads, hot-plug, faults, record and replay.
     /// - The next tap's action does not wait behind a busy target (ScenarioBusyTarget.swift): its median may exceed
     ///   the same with the first target idle by at most that idle median and 8 ms.
@@ -175,6 +176,7 @@ struct EndToEndTests {
         var filter = ["--filter"]
         if let floors = Self.buildFloors() {
             filter += ["--floor-filter", floors.appendingPathComponent("floor-filter").path]
+            filter += ["--floor-filter-libinput", floors.appendingPathComponent("floor-filter-libinput").path]
         }
         // Each step's own bound, in the guest's seconds, as when each had a guest of its own.
         let timeout = (300 + rounds * 40) + 600 + 900 + 240 + 300 + 600 + 600 + 600
