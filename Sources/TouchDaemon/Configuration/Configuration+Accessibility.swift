@@ -19,6 +19,8 @@ extension Configuration {
         var swipeTime = Schema.accessibility.swipeTime.defaultValue
         var hysteresis = Schema.accessibility.hysteresis.defaultValue
         var pixelsPerMillimetre = Schema.accessibility.pixelsPerMillimetre.defaultValue
+        /// The language of a screen without its own `lang`.
+        var language = Schema.accessibility.language.defaultValue
         /// Touches that begin in one of these reach the application in speech mode too.
         var passthrough: [Rect] = []
 

@@ -883,6 +883,7 @@ extension Decoder {
         result.swipeTime = table[keys.swipeTime]
         result.hysteresis = table[keys.hysteresis]
         result.pixelsPerMillimetre = table[keys.pixelsPerMillimetre]
+        result.language = table[keys.language]
         for region in table.read(keys.passthrough) ?? [] {
             defer { region.finish() }
             if let rect = shapes.rect(region) { result.passthrough.append(rect) }

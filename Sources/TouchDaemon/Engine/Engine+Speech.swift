@@ -326,7 +326,7 @@ extension Engine {
                     .speak(
                         Utterance(
                             text: configuration.accessibility.farewell, priority: .important,
-                            language: screenSpeech?.language)), at: time))
+                            language: language)), at: time))
         }
         effects.append(.speechMode(on: false, at: time))
         broadcastSpeech(into: &effects)
@@ -374,8 +374,12 @@ extension Engine {
         scene.activeScreen.flatMap { configuration.screenSpeech[$0] }
     }
 
+    /// The screen's language, else `[accessibility] lang`: every utterance names one, so a screen without `lang`
+    /// never keeps the language the previous screen set on the server (SSIP cannot restore the server's default).
+    private var language: String { screenSpeech?.language ?? configuration.accessibility.language }
+
     /// The role and state words in the screen's language.
-    private var words: SpokenWords { SpokenWords.forLanguage(screenSpeech?.language) }
+    private var words: SpokenWords { SpokenWords.forLanguage(language) }
 
     private func exploreItems(_ items: [SpeechItem]) -> [ExploreByTouch.Item] {
         items.map { item in
@@ -440,7 +444,7 @@ extension Engine {
             speech.isPaused = false
             effects.append(.speech(.resume, at: time))
         }
-        let utterance = Utterance(text: text, priority: priority, language: screenSpeech?.language)
+        let utterance = Utterance(text: text, priority: priority, language: language)
         if priority == .text { speech.lastUtterance = utterance }
         effects.append(.speech(.speak(utterance), at: time))
     }

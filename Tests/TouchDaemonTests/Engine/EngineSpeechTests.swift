@@ -683,12 +683,27 @@ struct EngineSpeechTests {
         #expect(SpokenWords.table.values.allSatisfy { !$0.nothingSelected.isEmpty && !$0.dimmed.isEmpty })
     }
 
-    @Test("rule 16: a screen without lang speaks in the server's default")
+    @Test("rule 16: a screen without lang speaks in [accessibility] lang (en), also after a screen in another")
     func noLanguage() throws {
         var driver = try Driver(Self.configuration.replacingOccurrences(of: "lang = \"en\"\n", with: ""))
         driver.enter()
         driver.tap(1000, 200, 150)
-        #expect(Self.spoken(driver.take()) == ["1000 cancel", "1000 text: OK, button"])
+        #expect(Self.spoken(driver.take()) == ["1000 cancel", "1000 text/en: OK, button"])
+        driver.effects += driver.engine.switchScreen(to: "other", at: .milliseconds(2000))
+        #expect(Self.spoken(driver.take()) == ["2000 text/de: Andere. Zurück, Taste"])
+        // Back on the screen without lang: not German, which the server would otherwise keep.
+        driver.effects += driver.engine.switchScreen(to: "main", at: .milliseconds(3000))
+        #expect(Self.spoken(driver.take()) == ["3000 text/en: Main. OK, button"])
+    }
+
+    @Test("rule 16: [accessibility] lang is the language of screens without one, role words included")
+    func defaultLanguage() throws {
+        let text = Self.configuration.replacingOccurrences(of: "lang = \"en\"\n", with: "")
+            .replacingOccurrences(of: "pixels_per_mm = 4\n", with: "pixels_per_mm = 4\nlang = \"fr\"\n")
+        var driver = try Driver(text)
+        driver.enter()
+        driver.tap(1000, 200, 150)
+        #expect(Self.spoken(driver.take()) == ["1000 cancel", "1000 text/fr: OK, bouton"])
     }
 }
 

@@ -103,6 +103,15 @@ struct AccessibilityKeys: KeyTable {
         doc: "the panel's density, to turn the distances above into pixels (a 21.5\" 1920×1080 panel: 4.0; 15.6\": "
             + "5.6)",
         example: "pixels_per_mm = 5.6")
+    let language = Setting(
+        "lang",
+        .string(allowed: "a language tag as speech-dispatcher takes it: 2–35 ASCII letters, digits and `-`") {
+            ScreenKeys.isLanguageTag($0) ? nil : "'\($0)' is not a language tag (like \"de\", \"en-GB\")"
+        }, default: "en",
+        doc: "the language speech mode speaks in on a screen without its own `lang` (and without screens): every "
+            + "utterance names one, so such a screen never keeps the previous screen's. Write the `introduction` "
+            + "and `farewell` in it",
+        example: "lang = \"de\"")
     let passthrough = Key(
         "passthrough", .tables(Schema.rect.schema, limit: 16), absent: "`[]`",
         allowed: "at most 16 rectangles `{ x, y, width, height }`, [coordinate rules](#shapes-and-coordinates)",
