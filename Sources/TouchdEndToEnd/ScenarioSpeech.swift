@@ -126,9 +126,10 @@ final class SpeechRun {
                 scratch.file("log"), "-l", "4",
             ],
             environment: [:], echoPrefix: options.verbose ? "speechd| " : nil, published: false)
-        let deadline = monotonicNow() + 60_000_000
+        // It lists every espeak-ng voice before it listens: a minute or more on a loaded host under emulation.
+        let deadline = monotonicNow() + 150_000_000
         while access(socket, F_OK) != 0 {
-            guard monotonicNow() < deadline else { throw DriverError("speech-dispatcher made no socket in 60 s") }
+            guard monotonicNow() < deadline else { throw DriverError("speech-dispatcher made no socket in 150 s") }
             sleep(microseconds: 20_000)
         }
     }
