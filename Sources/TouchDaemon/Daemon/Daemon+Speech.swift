@@ -59,10 +59,12 @@ extension Daemon {
         workers.speech?.submit(command)
     }
 
-    /// The speech edge's descriptor was readable: takes the availability change waiting there.
+    /// The speech edge's descriptor was readable: takes the availability change and the utterance ends waiting
+    /// there, in that order (an end reported before the server went away is void then anyway).
     func handleSpeechAvailability() {
-        guard let change = workers.speech?.takeAvailabilityChange() else { return }
-        speechAvailabilityChanged(change)
+        guard let (change, ends) = workers.speech?.takeReports() else { return }
+        if let change { speechAvailabilityChanged(change) }
+        for end in ends { speechEnded(mark: end.mark, at: end.at) }
     }
 
 }

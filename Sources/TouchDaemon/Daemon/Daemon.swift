@@ -308,7 +308,12 @@ final class Daemon {
     /// start only while available, and ends when it is not: the contract's rule 3). The client has already logged the
     /// change itself, with the reason.
     func speechAvailabilityChanged(_ availability: SpeechAvailability) {
-        perform(engine.speechAvailability(availability.isAvailable, now: monotonicMicroseconds()))
+        perform(engine.speechAvailability(availability.isAvailable, reportsEnds: true, now: monotonicMicroseconds()))
+    }
+
+    /// The speech server finished speaking an utterance touchd marked (SpeechEdge, on the input thread).
+    func speechEnded(mark: UInt64, at time: UInt64) {
+        perform(engine.speechEnded(mark: mark, now: time))
     }
 
     /// Files a delivery in its executor's outbox for the hand-over, with its time when input caused it.

@@ -84,7 +84,8 @@ struct AccessibilityKeys: KeyTable {
         example: "double_tap_slop_mm = 12")
     let hintDelay = Setting(
         "hint_delay_ms", .milliseconds(0...5_000), default: 400_000,
-        doc: "a hint follows its label after this long, if the focus stayed (TalkBack: 400)",
+        doc: "a hint follows its label this long after the speech server finished saying it (`702 END`), if the "
+            + "focus stayed (TalkBack: 400 after the end; `simulate`: after the label began)",
         example: "hint_delay_ms = 600")
     let swipeDistance = Setting(
         "swipe_min_distance_mm", .number(2...100, unit: "mm"), default: 10,
