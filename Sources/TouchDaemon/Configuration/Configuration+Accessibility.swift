@@ -6,6 +6,8 @@ extension Configuration {
         var enabled = Schema.accessibility.enabled.defaultValue
         /// The `[[gesture]]` whose recognition enters speech mode, and leaves it.
         var startGesture: String?
+        /// Plugging headphones in enters speech mode; unplugging leaves it when they started it.
+        var startOnHeadphones = Schema.accessibility.startOnHeadphones.defaultValue
         /// 0: never.
         var exitAfterIdle = Schema.accessibility.exitAfterIdle.defaultValue
         /// nil: speech-dispatcher's own (``resolvedSpeechSocket(environment:)``).

@@ -873,6 +873,7 @@ extension Decoder {
             }
         }
         result.exitAfterIdle = table[keys.exitAfterIdle]
+        result.startOnHeadphones = table[keys.startOnHeadphones]
         result.speechSocket = table.read(keys.speechSocket)
         result.introduction = table[keys.introduction]
         result.farewell = table[keys.farewell]

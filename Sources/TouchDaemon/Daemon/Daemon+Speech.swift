@@ -48,6 +48,34 @@ extension Daemon {
         startSpeech(socketPath: path)
     }
 
+    /// At start, while `[accessibility]` is enabled: opens the headphone jacks (devices with `SW_HEADPHONE_INSERT`)
+    /// and returns their descriptors for the input loop's wait. Jacks are looked for only here: a reload that turns
+    /// `[accessibility]` on later needs a restart for `start_on_headphones`. Headphones already in at start do not
+    /// start speech mode: only plugging them in does.
+    func openHeadphoneJacks() -> [Int32] {
+        guard engine.configuration.accessibility.enabled else { return [] }
+        var problems: [String] = []
+        let jack = HeadphoneJack(problems: &problems)
+        for problem in problems {
+            logger.notice("headphone jack: cannot read an input device: \(problem)")
+        }
+        for state in jack.states {
+            logger.info(
+                "headphone jack found",
+                metadata: ["device.path": "\(state.path)", "inserted": "\(state.inserted)"])
+        }
+        guard !jack.descriptors.isEmpty else { return [] }
+        headphoneJack = jack
+        return jack.descriptors
+    }
+
+    /// A headphone jack's descriptor was readable: a change of "headphones in" goes to the engine.
+    func handleHeadphoneJack(_ descriptor: Int32) {
+        guard let inserted = headphoneJack?.read(descriptor) else { return }
+        logger.info("headphones \(inserted ? "plugged in" : "unplugged")")
+        headphonesChanged(inserted: inserted)
+    }
+
     /// Stops the SSIP client, for a configuration that no longer enables speech.
     func stopSpeech() {
         workers.speech?.stopClient()

@@ -18,6 +18,8 @@ struct SpeechModeState: Sendable {
     var awaitedEnd: (mark: UInt64, item: Int)?
     /// The last mark given to an utterance.
     var lastEndMark: UInt64 = 0
+    /// Plugging headphones in started the mode: unplugging them ends it.
+    var startedByHeadphones = false
     /// While on: the model, and the active screen's items in reading order (the model's items, index for index).
     var explorer: ExploreByTouch?
     var items: [SpeechItem] = []
@@ -56,6 +58,7 @@ struct SpeechModeState: Sendable {
 enum SpeechModeReason: String, Sendable {
     case gesture = "the start gesture"
     case controlSocket = "the control socket"
+    case headphones = "headphones plugged in or out"
     case idle = "no touch for exit_after_idle_s"
     case unavailable = "the speech server cannot speak"
     case reload = "the reload turned [accessibility] off"
@@ -119,6 +122,31 @@ extension Engine {
         explorer.announcementEnded(awaited.item, at: Instant(microseconds: now))
         speech.explorer = explorer
         return []
+    }
+
+    /// The headphone jack changed (an input switch's `SW_HEADPHONE_INSERT`, read at the edge): with
+    /// `[accessibility] start_on_headphones`, plugging in enters speech mode (rule 1) and unplugging leaves it when
+    /// the plug started it. Without a server that can speak, the mode does not start and the log says why (rule 3).
+    mutating func headphonesChanged(inserted: Bool, now: UInt64) -> [Effect] {
+        var effects: [Effect] = []
+        let time = Instant(microseconds: now)
+        guard configuration.accessibility.enabled, configuration.accessibility.startOnHeadphones else { return [] }
+        if inserted {
+            guard !speech.isOn else { return [] }
+            guard speech.isAvailable else {
+                speech.failures &+= 1
+                effects.append(
+                    .log(
+                        .warning, "speech mode not started: the speech server cannot speak; touches flow as usual",
+                        MessageID.speechUnavailable.metadata.merging(["requested_by": "headphones"]) { $1 }))
+                return effects
+            }
+            enterSpeechMode(at: time, reason: .headphones, into: &effects)
+            speech.startedByHeadphones = true
+        } else if speech.isOn, speech.startedByHeadphones {
+            leaveSpeechMode(at: time, reason: .headphones, into: &effects)
+        }
+        return effects
     }
 
     /// Enters or leaves speech mode at a controller's request (the control socket): whether it is on afterwards, or
@@ -299,6 +327,7 @@ extension Engine {
 
     private mutating func enterSpeechMode(at time: Instant, reason: SpeechModeReason, into effects: inout [Effect]) {
         speech.isOn = true
+        speech.startedByHeadphones = false
         speech.sessions &+= 1
         speech.isPaused = false
         speech.lastActivity = time

@@ -437,6 +437,39 @@ struct EngineSpeechTests {
             ])
     }
 
+    @Test("rule 1: with start_on_headphones, plugging headphones in enters speech mode; unplugging them leaves it")
+    func headphones() throws {
+        let text = Self.configuration.replacingOccurrences(
+            of: "exit_after_idle_s = 60\n", with: "exit_after_idle_s = 60\nstart_on_headphones = true\n")
+        var driver = try Driver(text)
+        driver.effects += driver.engine.headphonesChanged(inserted: true, now: 1_000_000)
+        #expect(Self.spoken(driver.take()) == ["1000 mode on", "1000 cancel", "1000 important/en: \(Self.intro)"])
+        // Plugged in again (a bouncing switch): nothing more.
+        #expect(driver.engine.headphonesChanged(inserted: true, now: 1_500_000).isEmpty)
+        driver.effects += driver.engine.headphonesChanged(inserted: false, now: 9_000_000)
+        #expect(Self.spoken(driver.take()) == ["9000 cancel", "9000 important/en: Speech off.", "9000 mode off"])
+        // Started another way, the mode outlives an unplug.
+        driver.enter(at: 10_000)
+        driver.effects += driver.engine.headphonesChanged(inserted: true, now: 11_000_000)
+        driver.effects += driver.engine.headphonesChanged(inserted: false, now: 12_000_000)
+        #expect(Self.spoken(driver.take()).isEmpty)
+        #expect(driver.engine.speech.isOn)
+    }
+
+    @Test("rule 1: without start_on_headphones the jack changes nothing; rule 3: without a server it says why")
+    func headphonesIgnoredOrUnavailable() throws {
+        var driver = try Driver()
+        #expect(driver.engine.headphonesChanged(inserted: true, now: 1_000_000).isEmpty)
+        #expect(!driver.engine.speech.isOn)
+        let text = Self.configuration.replacingOccurrences(
+            of: "exit_after_idle_s = 60\n", with: "exit_after_idle_s = 60\nstart_on_headphones = true\n")
+        var silent = try Driver(text, available: false)
+        let effects = silent.engine.headphonesChanged(inserted: true, now: 1_000_000)
+        #expect(!silent.engine.speech.isOn)
+        #expect(Self.logs(effects).map(\.id) == [MessageID.speechUnavailable.rawValue])
+        #expect(silent.engine.speech.failures == 1)
+    }
+
     @Test("rule 7: with the server's 702 END, the hint comes 400 ms after the announcement ends, not after it began")
     func hintAfterEnd() throws {
         var driver = try Driver(reportsEnds: true)

@@ -54,6 +54,11 @@ struct AccessibilityKeys: KeyTable {
         doc: "its recognition enters speech mode, and recognized again in speech mode, leaves it. Mark it on the "
             + "kiosk with a tactile sign",
         example: "start_gesture = \"speech-corner\"")
+    let startOnHeadphones = Setting(
+        "start_on_headphones", .boolean, default: false,
+        doc: "`true`: plugging headphones into the kiosk's jack (an input device's `SW_HEADPHONE_INSERT` going to 1) "
+            + "enters speech mode, and unplugging them leaves it when they started it",
+        example: "start_on_headphones = true")
     let exitAfterIdle = Setting(
         "exit_after_idle_s", .seconds(0...3_600), default: 120_000_000, shown: "`120`",
         doc: "speech mode ends after this long without a touch (the transaction is over); `0` never",
