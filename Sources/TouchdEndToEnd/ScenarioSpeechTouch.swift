@@ -24,6 +24,7 @@ final class SpeechTouches {
     private let notify: NotifyListener
     private var daemon: Daemon?
     private var panel: VirtualTouchscreen?
+    private var jack: VirtualJack?
     private var events: Daemon?
     private var twinSysname: String?
     private(set) var results: [(name: String, failure: String?)] = []
@@ -80,6 +81,7 @@ final class SpeechTouches {
         introduction = "\(Self.introduction)"
         farewell = "\(Self.farewell)"
         exit_after_idle_s = 0
+        start_on_headphones = true
 
         [targets.e2e]
         socket = "\(target.path)"
@@ -117,6 +119,7 @@ final class SpeechTouches {
         try doubleTapControl()
         try leaveByControlSocket()
         try checkTouchesFlow("after speech mode")
+        try checkHeadphones()
     }
 
     /// After ``SpeechRun`` stopped the server: the start gesture leaves touches flowing, and the log says why.
@@ -140,6 +143,7 @@ final class SpeechTouches {
         events?.killAndReap()
         daemon?.killAndReap()
         panel?.destroy()
+        jack?.destroy()
         proxy.stop()
         target.stop()
         notify.stop()
@@ -167,6 +171,8 @@ final class SpeechTouches {
         panel = try attempt { () throws(DriverError) in
             try VirtualTouchscreen(name: Self.panelName, verbose: options.verbose)
         }
+        // Before touchd starts: it looks for jacks only then.
+        jack = try attempt { () throws(DriverError) in try VirtualJack(name: "touchd-e2e headphone jack") }
         sleep(microseconds: 500_000)  // udev tags it before touchd looks
         let path = scratch.file("speech.toml")
         try attempt { () throws(DriverError) in try writeFile(path, config) }
@@ -394,6 +400,26 @@ final class SpeechTouches {
         waitForEnd(from: cursor)
     }
 
+    /// `start_on_headphones`: plugging headphones in (the jack's SW_HEADPHONE_INSERT to 1) speaks the introduction,
+    /// unplugging them the farewell.
+    private func checkHeadphones() throws(Abort) {
+        guard let jack else { throw Abort(reason: "no jack") }
+        var cursor = proxy.lines.count
+        try attempt { () throws(DriverError) in try jack.set(inserted: true) }
+        let introduction = sent(from: cursor) { $0 == Self.introduction }
+        waitForEnd(from: cursor)
+        cursor = proxy.lines.count
+        try attempt { () throws(DriverError) in try jack.set(inserted: false) }
+        let farewell = sent(from: cursor) { $0 == Self.farewell }
+        waitForEnd(from: cursor)
+        record(
+            "plugging headphones in enters speech mode, unplugging them leaves it",
+            introduction != nil && farewell != nil
+                ? nil
+                : "introduction sent: \(introduction != nil), farewell sent: \(farewell != nil); "
+                    + "touchd: \(daemon?.output.all.filter { $0.contains("headphone") } ?? [])")
+    }
+
     // MARK: - Figures
 
     /// The figures of the exploring samples against the capture (5 ms RMS windows, `loud` above the threshold).
@@ -405,6 +431,7 @@ final class SpeechTouches {
         var toSpeak: [Double] = []
         var toAudio: [Double] = []
         var toSilence: [Double] = []
+        var toSilenceMidWord: [Double] = []
         var toCanceled: [Double] = []
         var toFirstCommand: [Double] = []
         var firstReply: [Double] = []
@@ -464,6 +491,10 @@ final class SpeechTouches {
             let silence = after.last(where: { loud[$0] }).map { time($0 + 1) } ?? cancel.arrival
             let stop = silence > cancel.arrival ? Double(silence - cancel.arrival) / 1000 : 0
             toSilence.append(stop)
+            // A CANCEL that fell in a pause between words finds the audio already quiet (0 ms): the figure over the
+            // samples still loud in the 10 ms before the CANCEL is the one a word cut off mid-way hears.
+            let justBefore = max(0, cancelIndex - 2)..<min(cancelIndex, loud.count)
+            if !justBefore.isEmpty, loud[justBefore].contains(true) { toSilenceMidWord.append(stop) }
             row += String(format: ", CANCEL → silence %.1f", stop)
             if stop > 100 { late.append(String(format: "#%d: %.1f ms", number + 1, stop)) }
             if let canceled = lines.first(where: {
@@ -491,6 +522,7 @@ final class SpeechTouches {
         figures.append(summary("that command → the server's reply", firstReply, aim: nil))
         figures.append(summary("touch-down → first audio energy", toAudio, aim: 300))
         figures.append(summary("CANCEL → silence", toSilence, aim: 100))
+        figures.append(summary("CANCEL → silence, mid-word (loud in the 10 ms before)", toSilenceMidWord, aim: 100))
         figures.append(summary("CANCEL → 703 CANCELED", toCanceled, aim: nil))
         for row in perSample { figures.append("speech-latency: sample \(row)") }
         record(
