@@ -13,7 +13,8 @@ import Synchronization
 ///
 /// Checks: a first utterance is heard (speech energy between its request and the next); a second is canceled
 /// 600 ms after speech began, and the audio stops within 100 ms of the CANCEL leaving touchd. Reports request →
-/// SPEAK, request → first audio energy (the aim: 300 ms in the emulated guest) and CANCEL → silence.
+/// SPEAK, request → first audio energy (the aim: 300 ms in the emulated guest) and CANCEL → silence. Then the same
+/// server speaks for touchd in filter mode, through real touches (``SpeechTouches``), into the same capture.
 final class SpeechRun {
     let options: Options
     let touchd: String
@@ -95,8 +96,9 @@ final class SpeechRun {
             MaxQueueSize \(options.speechQueueSamples)
             LogLevel 4
             """
-        // The module's default hands the audio over in 300 ms chunks, and a CANCEL takes effect between chunks:
-        // 40 ms chunks, as docs/speech-server.md recommends for explore by touch, let it stop within 100 ms.
+        // The module hands the audio to the server in chunks (Debian's default: 300 ms), and the server plays what it
+        // queued until the module confirms a CANCEL: small chunks and MaxQueueSize 0, as docs/speech-server.md
+        // recommends, keep a canceled word short.
         let module = (try? String(contentsOfFile: "/etc/speech-dispatcher/modules/espeak-ng.conf", encoding: .utf8))
             .map { text in
                 text.split(separator: "\n", omittingEmptySubsequences: false)
