@@ -49,13 +49,17 @@ public struct ExploreByTouch: Sendable {
         public var swipeTime: UInt64
         /// How far beyond an item's edge the exploring finger must go to leave it.
         public var hysteresis: Double
-        /// A hint is due this long after its item's announcement (TalkBack: 400 ms).
+        /// A hint is due this long after its item's announcement ends (TalkBack: 400 ms after the end).
         public var hintDelay: UInt64
+        /// Whether the end of each announcement is told (``announcementEnded(_:at:)``): the hint is then due
+        /// ``hintDelay`` after it. Without, the hint is due ``hintDelay`` after the announcement began (nothing says
+        /// when speech ends: a dry run).
+        public var hintFollowsEnd: Bool
 
         public init(
             doubleTapTimeout: UInt64 = 300_000, doubleTapSlop: Double = 40, tapTimeout: UInt64 = 500_000,
             swipeDistance: Double = 40, swipeTime: UInt64 = 150_000, hysteresis: Double = 6,
-            hintDelay: UInt64 = 400_000
+            hintDelay: UInt64 = 400_000, hintFollowsEnd: Bool = false
         ) {
             self.doubleTapTimeout = doubleTapTimeout
             self.doubleTapSlop = doubleTapSlop
@@ -64,6 +68,7 @@ public struct ExploreByTouch: Sendable {
             self.swipeTime = swipeTime
             self.hysteresis = hysteresis
             self.hintDelay = hintDelay
+            self.hintFollowsEnd = hintFollowsEnd
         }
     }
 
@@ -131,7 +136,8 @@ public struct ExploreByTouch: Sendable {
     private var explored: Int?
     /// The last tap, which a second touch can make a double tap.
     private var lastTap: (point: Point, lift: Instant)?
-    private var pendingHint: (item: Int, due: Instant)?
+    /// The focused item's hint: due at a time, or (``Settings/hintFollowsEnd``) nil until its announcement ends.
+    private var pendingHint: (item: Int, due: Instant?)?
 
     public init(items: [Item], settings: Settings = Settings()) {
         self.items = items
@@ -141,6 +147,20 @@ public struct ExploreByTouch: Sendable {
     /// When ``advance(to:)`` is next due, if ever.
     public var nextDeadline: Instant? {
         pendingHint?.due
+    }
+
+    /// The item whose announcement's end the hint waits for (``Settings/hintFollowsEnd``), if any: the announcement
+    /// of this item, just made, is the one whose end to tell.
+    public var awaitsEnd: Int? {
+        guard let hint = pendingHint, hint.due == nil else { return nil }
+        return hint.item
+    }
+
+    /// `item`'s announcement ended at `time` (the speech server said so): its hint is due ``Settings/hintDelay``
+    /// later, if the focus is still on it and no touch came since. Any other end changes nothing.
+    public mutating func announcementEnded(_ item: Int, at time: Instant) {
+        guard let hint = pendingHint, hint.item == item, hint.due == nil else { return }
+        pendingHint = (item, time.advanced(by: settings.hintDelay))
     }
 
     /// Whether a finger is down.
@@ -189,7 +209,7 @@ public struct ExploreByTouch: Sendable {
 
     /// What fell due by `time`: a hint.
     public mutating func advance(to time: Instant, into events: inout [Event]) {
-        if let hint = pendingHint, hint.due <= time {
+        if let hint = pendingHint, let due = hint.due, due <= time {
             pendingHint = nil
             if focus == hint.item { events.append(.hint(hint.item)) }
         }
@@ -382,6 +402,6 @@ public struct ExploreByTouch: Sendable {
 
     private mutating func scheduleHint(_ item: Int, after time: Instant) {
         guard items[item].hasHint else { return }
-        pendingHint = (item, time.advanced(by: settings.hintDelay))
+        pendingHint = (item, settings.hintFollowsEnd ? nil : time.advanced(by: settings.hintDelay))
     }
 }

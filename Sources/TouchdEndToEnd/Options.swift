@@ -54,6 +54,10 @@ struct Options: Equatable {
     var speech = false
     /// `touchd identify` and filter mode's sibling grab on a uhid panel with a sibling mouse (ScenarioIdentify.swift).
     var identify = false
+    /// With `speech`: speech-dispatcher's `MaxQueueSize` (samples of audio queued ahead of playback).
+    var speechQueueSamples = 0
+    /// With `speech`: the espeak-ng module's `EspeakAudioChunkSize` (ms).
+    var espeakChunkMilliseconds = 40
     var help = false
 
     static let usage = """
@@ -67,7 +71,7 @@ struct Options: Equatable {
                touchd-e2e --cage --twin-space --touchd PATH [--verbose]
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
                touchd-e2e --busy-target --touchd PATH [--yield-on-send] [--verbose]
-               touchd-e2e --speech --touchd PATH [--verbose]
+               touchd-e2e --speech --touchd PATH [--speechd-queue SAMPLES] [--espeak-chunk MS] [--verbose]
                touchd-e2e --identify --touchd PATH [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
                           [--also-touchd PATH] [--floor-reader PATH] [--floor-daemon PATH] [--verbose]
@@ -155,7 +159,15 @@ struct Options: Equatable {
           --speech       explore by touch's speech through a real speech-dispatcher (espeak-ng) on a socket of its
                          own, playing into ALSA's loopback card (snd-aloop), captured with arecord: `touchd speak`
                          (touchd's SSIP client) must be heard, and a CANCEL must stop the audio within 100 ms;
-                         prints request → SPEAK, request → first audio energy and CANCEL → silence (`speech:` lines)
+                         prints request → SPEAK, request → first audio energy and CANCEL → silence (`speech:` lines);
+                         then the same through real touches, with touchd in filter mode and [accessibility]: the
+                         start gesture, exploring, double taps, leaving, and the server stopped (`speech-latency:`
+                         lines: touch-down → SPEAK, → first audio energy, CANCEL → silence, per sample and medians)
+          --speechd-queue SAMPLES
+                         with --speech: speech-dispatcher's MaxQueueSize, the audio it queues ahead of playback
+                         (default 0, as docs/speech-server.md recommends; the server's own default is 10000)
+          --espeak-chunk MS
+                         with --speech: the espeak-ng module's EspeakAudioChunkSize (default 40)
 
         Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error, 77 when /dev/uinput cannot
         be opened for writing (the test is skipped).
@@ -238,6 +250,18 @@ struct Options: Equatable {
             case "--identify": options.identify = true
             case "--yield-on-send": options.yieldOnSend = true
             case "--speech": options.speech = true
+            case "--speechd-queue":
+                let text = try value(for: argument)
+                guard let samples = Int(text), (0...100_000).contains(samples) else {
+                    throw UsageError("--speechd-queue takes a whole number of samples from 0 to 100000, not '\(text)'")
+                }
+                options.speechQueueSamples = samples
+            case "--espeak-chunk":
+                let text = try value(for: argument)
+                guard let milliseconds = Int(text), (5...2_000).contains(milliseconds) else {
+                    throw UsageError("--espeak-chunk takes a whole number of milliseconds from 5 to 2000, not '\(text)'")
+                }
+                options.espeakChunkMilliseconds = milliseconds
             case "-h", "--help": options.help = true
             default: throw UsageError("unknown argument '\(argument)'")
             }

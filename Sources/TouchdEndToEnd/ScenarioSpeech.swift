@@ -13,12 +13,14 @@ import Synchronization
 ///
 /// Checks: a first utterance is heard (speech energy between its request and the next); a second is canceled
 /// 600 ms after speech began, and the audio stops within 100 ms of the CANCEL leaving touchd. Reports request →
-/// SPEAK, request → first audio energy (the aim: 300 ms in the emulated guest) and CANCEL → silence.
+/// SPEAK, request → first audio energy (the aim: 300 ms in the emulated guest) and CANCEL → silence. Then the same
+/// server speaks for touchd in filter mode, through real touches (``SpeechTouches``), into the same capture.
 final class SpeechRun {
     let options: Options
     let touchd: String
     private let scratch: ScratchDirectory
     private var server: Daemon?
+    private var touches: SpeechTouches?
     private var results: [(name: String, failure: String?)] = []
     private var figures: [String] = []
 
@@ -26,8 +28,6 @@ final class SpeechRun {
     static let window = 240  // 5 ms
     /// RMS of a 5 ms window (16-bit, both channels) above which it holds speech; digital silence is 0 on a loopback.
     static let threshold = 300.0
-    /// espeak-ng's audio chunk in speech-dispatcher (EspeakAudioChunkSize; Debian's default is 300).
-    static let chunkMilliseconds = 40
 
     init(options: Options, touchd: String) throws(DriverError) {
         self.options = options
@@ -42,8 +42,11 @@ final class SpeechRun {
         } catch {
             results.append(("sequence", "stopped: \(error)"))
         }
+        touches?.stop()
+        results += touches?.results ?? []
         let failed = results.filter { $0.failure != nil }
         if !failed.isEmpty {
+            touches?.printTails()
             server?.printTail(40)
             if let log = try? String(contentsOfFile: scratch.file("log/speech-dispatcher.log"), encoding: .utf8) {
                 for line in log.split(separator: "\n").suffix(30) { Console.line("speechd-log| \(line)") }
@@ -51,6 +54,7 @@ final class SpeechRun {
         }
         server?.killAndReap()
         for figure in figures { Console.line("speech: \(figure)") }
+        for figure in touches?.figures ?? [] { Console.line(figure) }
         for (name, failure) in results { Console.line(failure.map { "FAIL \(name): \($0)" } ?? "PASS \(name)") }
         Console.line("speech: \(results.count - failed.count)/\(results.count) checks passed")
         if !options.verbose { removeScratch() }
@@ -87,16 +91,20 @@ final class SpeechRun {
             AddModule "espeak-ng" "sd_espeak-ng" "espeak-ng.conf"
             DefaultModule espeak-ng
             DefaultLanguage "en"
+            # How much audio the server queues ahead of playback, in samples. A CANCEL while the module still
+            # synthesizes lets what is queued play on until the module confirms it stopped.
+            MaxQueueSize \(options.speechQueueSamples)
             LogLevel 4
             """
-        // The module's default hands the audio over in 300 ms chunks, and a CANCEL takes effect between chunks:
-        // 40 ms chunks, as docs/speech-server.md recommends for explore by touch, let it stop within 100 ms.
+        // The module hands the audio to the server in chunks (Debian's default: 300 ms), and the server plays what it
+        // queued until the module confirms a CANCEL: small chunks and MaxQueueSize 0, as docs/speech-server.md
+        // recommends, keep a canceled word short.
         let module = (try? String(contentsOfFile: "/etc/speech-dispatcher/modules/espeak-ng.conf", encoding: .utf8))
             .map { text in
                 text.split(separator: "\n", omittingEmptySubsequences: false)
                     .map {
                         $0.hasPrefix("EspeakAudioChunkSize")
-                            ? "EspeakAudioChunkSize \(Self.chunkMilliseconds)" : String($0)
+                            ? "EspeakAudioChunkSize \(options.espeakChunkMilliseconds)" : String($0)
                     }
                     .joined(separator: "\n")
             }
@@ -120,9 +128,10 @@ final class SpeechRun {
                 scratch.file("log"), "-l", "4",
             ],
             environment: [:], echoPrefix: options.verbose ? "speechd| " : nil, published: false)
-        let deadline = monotonicNow() + 60_000_000
+        // It lists every espeak-ng voice before it listens: a minute or more on a loaded host under emulation.
+        let deadline = monotonicNow() + 150_000_000
         while access(socket, F_OK) != 0 {
-            guard monotonicNow() < deadline else { throw DriverError("speech-dispatcher made no socket in 60 s") }
+            guard monotonicNow() < deadline else { throw DriverError("speech-dispatcher made no socket in 150 s") }
             sleep(microseconds: 20_000)
         }
     }
@@ -165,7 +174,9 @@ final class SpeechRun {
         sleep(microseconds: 300_000)
         try startServer()
         // Cold: the first utterance after the server started (the module and the sound device open).
-        figures.append("espeak-ng module: EspeakAudioChunkSize \(Self.chunkMilliseconds) ms")
+        figures.append(
+            "espeak-ng module: EspeakAudioChunkSize \(options.espeakChunkMilliseconds) ms; speech-dispatcher: "
+                + "MaxQueueSize \(options.speechQueueSamples) samples")
         let cold = try speak("Speech mode.")
         if let requested = cold["requested_us"], let begin = cold["begin_us"] {
             figures.append("cold start: request → 701 BEGIN \(milliseconds(begin - requested)) ms")
@@ -178,6 +189,17 @@ final class SpeechRun {
             "This is a long announcement that a new touch interrupts before it ends, as explore by touch does.",
             cancelAfter: 600)
         sleep(microseconds: 800_000)
+        // Through touches: touchd in filter mode with [accessibility], speaking through the same server.
+        let touchesStart = monotonicNow()
+        let touches = try SpeechTouches(
+            options: options, touchd: touchd, scratch: scratch, speechSocket: scratch.file("speechd.sock"))
+        self.touches = touches
+        do throws(Abort) {
+            try touches.runWithServer()
+        } catch {
+            results.append(("explore by touch", "stopped: \(error.reason)"))
+        }
+        sleep(microseconds: 300_000)
         _ = recorder.send(SIGINT)
         if recorder.waitForExit(until: monotonicNow() + 10_000_000) == nil {
             throw DriverError("arecord did not stop on SIGINT")
@@ -186,7 +208,16 @@ final class SpeechRun {
         let overruns = recorder.output.all.filter { $0.contains("overrun") }.count
         figures.append("arecord overruns: \(overruns) (frames lost; the capture clock is re-anchored locally)")
         guard let samples = Self.windows(ofWAV: capture) else { throw DriverError("no capture in \(capture)") }
-        analyse(samples, clock: clock, heard: heard, canceled: canceled, capture: capture)
+        analyse(samples, clock: clock, heard: heard, canceled: canceled, capture: capture, end: touchesStart)
+        reportServerLog()
+        touches.analyse(samples, clock: clock, threshold: Self.threshold, window: Self.window)
+        // Rule 3: the server stops; the start gesture leaves touches flowing and the log says why.
+        server?.killAndReap()
+        do throws(Abort) {
+            try touches.runWithoutServer()
+        } catch {
+            results.append(("explore by touch without a server", "stopped: \(error.reason)"))
+        }
     }
 
     /// Waits for arecord's first frames (it starts slowly under emulation).
@@ -237,7 +268,29 @@ final class SpeechRun {
         return result
     }
 
-    private func analyse(_ windows: [Double], clock: CaptureClock, heard: Spoken, canceled: Spoken, capture: String) {
+    /// What speech-dispatcher's log says about the sound device and about each stop: whether the module had
+    /// finished synthesizing (the queue stops at once) or not (queued audio plays on until the module confirms).
+    private func reportServerLog() {
+        guard let log = try? String(contentsOfFile: scratch.file("log/speech-dispatcher.log"), encoding: .utf8) else {
+            figures.append("no speech-dispatcher.log")
+            return
+        }
+        let lines = log.split(separator: "\n")
+        for marker in ["Buffer size on ALSA device", "Period size on ALSA device"] {
+            if let line = lines.first(where: { $0.contains(marker) }) {
+                figures.append("speechd: " + String(line.drop { $0 != "]" }.dropFirst()).trimmingCharacters(in: .whitespaces))
+            }
+        }
+        let direct = lines.filter { $0.contains("module is already done, stop speak_queue directly") }.count
+        let flushed = lines.filter { $0.contains("stopping speak_queue") }.count
+        figures.append(
+            "speechd stops: \(direct) with synthesis done (queue stopped at once), \(flushed) while synthesizing "
+                + "(queued audio plays until the module confirms)")
+    }
+
+    private func analyse(
+        _ windows: [Double], clock: CaptureClock, heard: Spoken, canceled: Spoken, capture: String, end: Microseconds
+    ) {
         func index(_ time: UInt64) -> Int { clock.frame(at: time) / Self.window }
         func time(_ index: Int) -> UInt64 { clock.time(ofFrame: index * Self.window) }
         let start = clock.time(ofFrame: 0)
@@ -271,7 +324,7 @@ final class SpeechRun {
         }
         let before = max(0, index(cancel) - 60)..<min(index(cancel), loud.count)
         let speakingAtCancel = !before.isEmpty && loud[before].contains(true)
-        let after = min(index(cancel), loud.count)..<loud.count
+        let after = min(index(cancel), loud.count)..<min(index(end), loud.count)
         let last = after.last(where: { loud[$0] })
         let silenceAt = last.map { time($0 + 1) } ?? cancel
         let stopMillis = signedMilliseconds(silenceAt, cancel)

@@ -316,3 +316,45 @@ final class VirtualTouchscreen {
             + "(the driver needs the uinput module and root; it runs inside the test VM)"
     }
 }
+
+/// A headphone jack made with uinput: a device with only the switch `SW_HEADPHONE_INSERT`, as a sound card's
+/// "Headphone" input device has. Closing it (or the driver dying) removes it.
+final class VirtualJack {
+    private var device: OpaquePointer?
+    private var uinput: OpaquePointer?
+
+    init(name: String) throws(DriverError) {
+        guard let device = libevdev_new() else { throw DriverError("libevdev_new failed") }
+        self.device = device
+        libevdev_set_name(device, name)
+        libevdev_set_id_bustype(device, Int32(BUS_VIRTUAL))
+        libevdev_enable_event_type(device, UInt32(EV_SW))
+        libevdev_enable_event_code(device, UInt32(EV_SW), UInt32(SW_HEADPHONE_INSERT), nil)
+        var created: OpaquePointer?
+        let result = libevdev_uinput_create_from_device(device, LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue, &created)
+        guard result == 0, let created else {
+            libevdev_free(device)
+            self.device = nil
+            throw DriverError("cannot create the uinput jack '\(name)': \(describe(errno: -result))")
+        }
+        uinput = created
+    }
+
+    deinit { destroy() }
+
+    /// Headphones plugged in (true) or out, then SYN_REPORT.
+    func set(inserted: Bool) throws(DriverError) {
+        guard let uinput else { throw DriverError("the uinput jack was already destroyed") }
+        for (type, code, value) in [(EV_SW, SW_HEADPHONE_INSERT, inserted ? 1 : 0), (EV_SYN, SYN_REPORT, 0)] {
+            let result = libevdev_uinput_write_event(uinput, UInt32(type), UInt32(code), Int32(value))
+            guard result == 0 else { throw DriverError("uinput jack write failed: \(describe(errno: -result))") }
+        }
+    }
+
+    func destroy() {
+        if let uinput { libevdev_uinput_destroy(uinput) }
+        uinput = nil
+        if let device { libevdev_free(device) }
+        device = nil
+    }
+}

@@ -15,13 +15,14 @@ if options.help {
 }
 Watchdog.installSignalHandlers()
 // A filter run as a child also makes the busy-target pairs and the latency rounds of three readers, idle and busy;
-// the twin_space run starts cage and touchd once per case.
+// the twin_space run starts cage and touchd once per case; the speech run waits for speech-dispatcher to list its
+// voices, then speaks through touchd speak and through touches.
 Watchdog.start(
     limit: options.systemdUnit
         ? Limits.systemdUnitRun
         : options.startupSweep
             ? StartupSweep.limit(rounds: options.sweepRounds)
-            : options.filter || options.twinSpace ? 2 * Limits.global : Limits.global)
+            : options.filter || options.twinSpace || options.speech ? 2 * Limits.global : Limits.global)
 
 if options.selfTest {
     let status = SelfTest(options: options).run()

@@ -171,6 +171,8 @@ struct Speak: ParsableCommand {
             steps.queued = at
             steps.messageID = id
         case .cancelSent(let at): steps.cancelSent = at
+        // touchd speak's utterance carries no end mark: its end is the 702 event below.
+        case .ended: break
         case .event(let event, let at):
             guard steps.messageID == nil || event.messageID == steps.messageID else { return }
             switch event.kind {

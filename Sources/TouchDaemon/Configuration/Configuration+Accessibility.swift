@@ -6,6 +6,8 @@ extension Configuration {
         var enabled = Schema.accessibility.enabled.defaultValue
         /// The `[[gesture]]` whose recognition enters speech mode, and leaves it.
         var startGesture: String?
+        /// Plugging headphones in enters speech mode; unplugging leaves it when they started it.
+        var startOnHeadphones = Schema.accessibility.startOnHeadphones.defaultValue
         /// 0: never.
         var exitAfterIdle = Schema.accessibility.exitAfterIdle.defaultValue
         /// nil: speech-dispatcher's own (``resolvedSpeechSocket(environment:)``).
@@ -19,6 +21,8 @@ extension Configuration {
         var swipeTime = Schema.accessibility.swipeTime.defaultValue
         var hysteresis = Schema.accessibility.hysteresis.defaultValue
         var pixelsPerMillimetre = Schema.accessibility.pixelsPerMillimetre.defaultValue
+        /// The language of a screen without its own `lang`.
+        var language = Schema.accessibility.language.defaultValue
         /// Touches that begin in one of these reach the application in speech mode too.
         var passthrough: [Rect] = []
 

@@ -874,6 +874,7 @@ extension Decoder {
             }
         }
         result.exitAfterIdle = table[keys.exitAfterIdle]
+        result.startOnHeadphones = table[keys.startOnHeadphones]
         result.speechSocket = table.read(keys.speechSocket)
         result.introduction = table[keys.introduction]
         result.farewell = table[keys.farewell]
@@ -884,6 +885,7 @@ extension Decoder {
         result.swipeTime = table[keys.swipeTime]
         result.hysteresis = table[keys.hysteresis]
         result.pixelsPerMillimetre = table[keys.pixelsPerMillimetre]
+        result.language = table[keys.language]
         for region in table.read(keys.passthrough) ?? [] {
             defer { region.finish() }
             if let rect = shapes.rect(region) { result.passthrough.append(rect) }

@@ -48,6 +48,34 @@ extension Daemon {
         startSpeech(socketPath: path)
     }
 
+    /// At start, while `[accessibility]` is enabled: opens the headphone jacks (devices with `SW_HEADPHONE_INSERT`)
+    /// and returns their descriptors for the input loop's wait. Jacks are looked for only here: a reload that turns
+    /// `[accessibility]` on later needs a restart for `start_on_headphones`. Headphones already in at start do not
+    /// start speech mode: only plugging them in does.
+    func openHeadphoneJacks() -> [Int32] {
+        guard engine.configuration.accessibility.enabled else { return [] }
+        var problems: [String] = []
+        let jack = HeadphoneJack(problems: &problems)
+        for problem in problems {
+            logger.notice("headphone jack: cannot read an input device: \(problem)")
+        }
+        for state in jack.states {
+            logger.info(
+                "headphone jack found",
+                metadata: ["device.path": "\(state.path)", "inserted": "\(state.inserted)"])
+        }
+        guard !jack.descriptors.isEmpty else { return [] }
+        headphoneJack = jack
+        return jack.descriptors
+    }
+
+    /// A headphone jack's descriptor was readable: a change of "headphones in" goes to the engine.
+    func handleHeadphoneJack(_ descriptor: Int32) {
+        guard let inserted = headphoneJack?.read(descriptor) else { return }
+        logger.info("headphones \(inserted ? "plugged in" : "unplugged")")
+        headphonesChanged(inserted: inserted)
+    }
+
     /// Stops the SSIP client, for a configuration that no longer enables speech.
     func stopSpeech() {
         workers.speech?.stopClient()
@@ -59,10 +87,12 @@ extension Daemon {
         workers.speech?.submit(command)
     }
 
-    /// The speech edge's descriptor was readable: takes the availability change waiting there.
+    /// The speech edge's descriptor was readable: takes the availability change and the utterance ends waiting
+    /// there, in that order (an end reported before the server went away is void then anyway).
     func handleSpeechAvailability() {
-        guard let change = workers.speech?.takeAvailabilityChange() else { return }
-        speechAvailabilityChanged(change)
+        guard let (change, ends) = workers.speech?.takeReports() else { return }
+        if let change { speechAvailabilityChanged(change) }
+        for end in ends { speechEnded(mark: end.mark, at: end.at) }
     }
 
 }

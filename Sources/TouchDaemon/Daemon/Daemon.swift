@@ -21,6 +21,8 @@ final class Daemon {
     /// The executors, the control server and speech, stopped in their order at shutdown.
     let workers: WorkerGroup
     var input: LibinputContext?
+    /// The headphone jacks, for `[accessibility] start_on_headphones` (Daemon+Speech.swift).
+    var headphoneJack: HeadphoneJack?
     /// From each frame's libinput timestamp to its actions being handed to their executor.
     private(set) var processing = LatencyHistogram()
     /// The part of `processing` spent inside touchd: from `poll` returning to the actions being handed over. The rest
@@ -155,6 +157,9 @@ final class Daemon {
             speechIndex = descriptors.count
             descriptors.append(speech)
         }
+        let jackStart = descriptors.count
+        let jacks = openHeadphoneJacks()
+        descriptors += jacks
         let waiting: ReadyWait
         do {
             waiting = try ReadyWait(descriptors)
@@ -216,6 +221,7 @@ final class Daemon {
             if let index = lockIndex, ready.contains(index) { instanceLock?.drain() }
             // The speech server came or went (Daemon+Speech.swift).
             if let index = speechIndex, ready.contains(index) { handleSpeechAvailability() }
+            for (offset, jack) in jacks.enumerated() where ready.contains(jackStart + offset) { handleHeadphoneJack(jack) }
             // After the input, so that a request sees the touches that came with it.
             if let index = controlIndex, ready.contains(index) { handleControlNotes() }
             // The clock only when something can be due.
@@ -311,7 +317,17 @@ final class Daemon {
     /// start only while available, and ends when it is not: the contract's rule 3). The client has already logged the
     /// change itself, with the reason.
     func speechAvailabilityChanged(_ availability: SpeechAvailability) {
-        perform(engine.speechAvailability(availability.isAvailable, now: monotonicMicroseconds()))
+        perform(engine.speechAvailability(availability.isAvailable, reportsEnds: true, now: monotonicMicroseconds()))
+    }
+
+    /// Headphones were plugged in or out (Daemon+Speech.swift).
+    func headphonesChanged(inserted: Bool) {
+        perform(engine.headphonesChanged(inserted: inserted, now: monotonicMicroseconds()))
+    }
+
+    /// The speech server finished speaking an utterance touchd marked (SpeechEdge, on the input thread).
+    func speechEnded(mark: UInt64, at time: UInt64) {
+        perform(engine.speechEnded(mark: mark, now: time))
     }
 
     /// Files a delivery in its executor's outbox for the hand-over, with its time when input caused it.

@@ -11,6 +11,15 @@ struct SpeechModeState: Sendable {
     var isOn = false
     /// Whether the speech server can speak (``Engine/speechAvailability(_:now:)``): speech mode starts only then.
     var isAvailable = false
+    /// Whether the server tells when an utterance ends (``Engine/speechEnded(mark:now:)``): hints then follow the
+    /// end of their announcement; without (a dry run), its start.
+    var endsReported = false
+    /// The announcement whose end the focused item's hint waits for: its mark and its item.
+    var awaitedEnd: (mark: UInt64, item: Int)?
+    /// The last mark given to an utterance.
+    var lastEndMark: UInt64 = 0
+    /// Plugging headphones in started the mode: unplugging them ends it.
+    var startedByHeadphones = false
     /// While on: the model, and the active screen's items in reading order (the model's items, index for index).
     var explorer: ExploreByTouch?
     var items: [SpeechItem] = []
@@ -49,6 +58,7 @@ struct SpeechModeState: Sendable {
 enum SpeechModeReason: String, Sendable {
     case gesture = "the start gesture"
     case controlSocket = "the control socket"
+    case headphones = "headphones plugged in or out"
     case idle = "no touch for exit_after_idle_s"
     case unavailable = "the speech server cannot speak"
     case reload = "the reload turned [accessibility] off"
@@ -75,7 +85,8 @@ extension Engine {
 
     /// The speech server can speak (connected) or cannot (absent, gone, failing): rule 3. Speech mode ends when it
     /// cannot, and touches flow to the application as usual.
-    mutating func speechAvailability(_ available: Bool, now: UInt64) -> [Effect] {
+    mutating func speechAvailability(_ available: Bool, reportsEnds: Bool = false, now: UInt64) -> [Effect] {
+        speech.endsReported = available && reportsEnds
         guard available != speech.isAvailable else { return [] }
         speech.isAvailable = available
         var effects: [Effect] = []
@@ -96,6 +107,44 @@ extension Engine {
                         MessageID.speechUnavailable.metadata))
             }
             if speech.isOn { leaveSpeechMode(at: time, reason: .unavailable, into: &effects) }
+        }
+        return effects
+    }
+
+    /// The speech server finished speaking the utterance with `mark` (its `702 END`), at `now`: when that was the
+    /// focused item's announcement, its hint is due ``Configuration/Accessibility/hintDelay`` later (rule 7:
+    /// TalkBack's 400 ms after the announcement ends). Any other end changes nothing: one for an announcement a
+    /// touch has since replaced, or that came after the focus moved.
+    mutating func speechEnded(mark: UInt64, now: UInt64) -> [Effect] {
+        guard speech.isOn, let awaited = speech.awaitedEnd, awaited.mark == mark, var explorer = speech.explorer
+        else { return [] }
+        speech.awaitedEnd = nil
+        explorer.announcementEnded(awaited.item, at: Instant(microseconds: now))
+        speech.explorer = explorer
+        return []
+    }
+
+    /// The headphone jack changed (an input switch's `SW_HEADPHONE_INSERT`, read at the edge): with
+    /// `[accessibility] start_on_headphones`, plugging in enters speech mode (rule 1) and unplugging leaves it when
+    /// the plug started it. Without a server that can speak, the mode does not start and the log says why (rule 3).
+    mutating func headphonesChanged(inserted: Bool, now: UInt64) -> [Effect] {
+        var effects: [Effect] = []
+        let time = Instant(microseconds: now)
+        guard configuration.accessibility.enabled, configuration.accessibility.startOnHeadphones else { return [] }
+        if inserted {
+            guard !speech.isOn else { return [] }
+            guard speech.isAvailable else {
+                speech.failures &+= 1
+                effects.append(
+                    .log(
+                        .warning, "speech mode not started: the speech server cannot speak; touches flow as usual",
+                        MessageID.speechUnavailable.metadata.merging(["requested_by": "headphones"]) { $1 }))
+                return effects
+            }
+            enterSpeechMode(at: time, reason: .headphones, into: &effects)
+            speech.startedByHeadphones = true
+        } else if speech.isOn, speech.startedByHeadphones {
+            leaveSpeechMode(at: time, reason: .headphones, into: &effects)
         }
         return effects
     }
@@ -250,9 +299,13 @@ extension Engine {
         speech.explorer = explorer
         var parts: [String] = []
         if let title = screenSpeech?.title { parts.append(title) }
-        if case .focus(let item) = first { parts.append(describe(item)) }
+        var focused: Int?
+        if case .focus(let item) = first {
+            parts.append(describe(item))
+            focused = item
+        }
         guard !parts.isEmpty else { return }
-        say(parts.joined(separator: ". "), .text, at: time, into: &effects)
+        say(parts.joined(separator: ". "), .text, at: time, endOf: focused, into: &effects)
     }
 
     /// A reload was taken: speech mode goes on with the new items (the focus is lost), or ends when the new file
@@ -263,8 +316,7 @@ extension Engine {
             return leaveSpeechMode(at: time, reason: .reload, into: &effects)
         }
         speech.items = configuration.speechItems(onScreen: scene.activeScreen)
-        speech.explorer = ExploreByTouch(
-            items: exploreItems(speech.items), settings: configuration.accessibility.exploreSettings)
+        speech.explorer = ExploreByTouch(items: exploreItems(speech.items), settings: exploreSettings)
         speech.detector = makeDetector()
         // The model's fingers are gone with it: what is down stays away from the application until it lifts.
         speech.swallowed.formUnion(speech.exploring)
@@ -275,6 +327,7 @@ extension Engine {
 
     private mutating func enterSpeechMode(at time: Instant, reason: SpeechModeReason, into effects: inout [Effect]) {
         speech.isOn = true
+        speech.startedByHeadphones = false
         speech.sessions &+= 1
         speech.isPaused = false
         speech.lastActivity = time
@@ -288,8 +341,7 @@ extension Engine {
             speech.swallowed.formUnion(down)
         }
         speech.items = configuration.speechItems(onScreen: scene.activeScreen)
-        speech.explorer = ExploreByTouch(
-            items: exploreItems(speech.items), settings: configuration.accessibility.exploreSettings)
+        speech.explorer = ExploreByTouch(items: exploreItems(speech.items), settings: exploreSettings)
         speech.detector = makeDetector()
         effects.append(
             .log(
@@ -326,7 +378,7 @@ extension Engine {
                     .speak(
                         Utterance(
                             text: configuration.accessibility.farewell, priority: .important,
-                            language: screenSpeech?.language)), at: time))
+                            language: language)), at: time))
         }
         effects.append(.speechMode(on: false, at: time))
         broadcastSpeech(into: &effects)
@@ -374,8 +426,19 @@ extension Engine {
         scene.activeScreen.flatMap { configuration.screenSpeech[$0] }
     }
 
+    /// The model's settings: the configuration's, with hints after their announcement's end when the server tells it.
+    private var exploreSettings: ExploreByTouch.Settings {
+        var settings = configuration.accessibility.exploreSettings
+        settings.hintFollowsEnd = speech.endsReported
+        return settings
+    }
+
+    /// The screen's language, else `[accessibility] lang`: every utterance names one, so a screen without `lang`
+    /// never keeps the language the previous screen set on the server (SSIP cannot restore the server's default).
+    private var language: String { screenSpeech?.language ?? configuration.accessibility.language }
+
     /// The role and state words in the screen's language.
-    private var words: SpokenWords { SpokenWords.forLanguage(screenSpeech?.language) }
+    private var words: SpokenWords { SpokenWords.forLanguage(language) }
 
     private func exploreItems(_ items: [SpeechItem]) -> [ExploreByTouch.Item] {
         items.map { item in
@@ -404,10 +467,10 @@ extension Engine {
             case .interrupt:
                 effects.append(.speech(.cancel, at: time))
             case .focus(let item):
-                say(describe(item), .text, at: time, into: &effects)
+                say(describe(item), .text, at: time, endOf: item, into: &effects)
                 broadcastSpeech(into: &effects)
             case .repeatFocus(let item):
-                say(describe(item), .text, at: time, into: &effects)
+                say(describe(item), .text, at: time, endOf: item, into: &effects)
             case .hint(let item):
                 if let hint = hint(of: item) { say(hint, .message, at: time, into: &effects) }
             case .activate(let item):
@@ -433,14 +496,22 @@ extension Engine {
     }
 
     /// Speaks `text` in the screen's language (rule 16), resuming speech first when a two-finger tap paused it.
+    /// `endOf`: the item this announces; when its hint waits for the announcement's end, the utterance carries a
+    /// new mark, and only that mark's end (``speechEnded(mark:now:)``) times the hint.
     private mutating func say(
-        _ text: String, _ priority: Utterance.Priority, at time: Instant, into effects: inout [Effect]
+        _ text: String, _ priority: Utterance.Priority, at time: Instant, endOf item: Int? = nil,
+        into effects: inout [Effect]
     ) {
         if speech.isPaused {
             speech.isPaused = false
             effects.append(.speech(.resume, at: time))
         }
-        let utterance = Utterance(text: text, priority: priority, language: screenSpeech?.language)
+        var utterance = Utterance(text: text, priority: priority, language: language)
+        if let item, speech.explorer?.awaitsEnd == item {
+            speech.lastEndMark &+= 1
+            speech.awaitedEnd = (speech.lastEndMark, item)
+            utterance.endMark = speech.lastEndMark
+        }
         if priority == .text { speech.lastUtterance = utterance }
         effects.append(.speech(.speak(utterance), at: time))
     }

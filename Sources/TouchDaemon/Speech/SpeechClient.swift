@@ -76,6 +76,8 @@ final class SpeechClient: Worker {
         case cancelSent(at: UInt64)
         /// A message event (7xx) arrived.
         case event(SSIP.Event, at: UInt64)
+        /// The server finished speaking (`702 END`) the utterance that carried this ``Utterance/endMark``.
+        case ended(mark: UInt64, at: UInt64)
     }
 
     let socketPath: String

@@ -69,6 +69,8 @@ final class SpeechClientLoop: WorkerLoop {
     struct Exchange {
         var purpose: Purpose
         var bytes: [UInt8]
+        /// A text's ``Utterance/endMark``: its message id is remembered when the server queues it.
+        var endMark: UInt64? = nil
     }
 
     /// The connection and what it has set on the server, which SSIP keeps per connection.
@@ -88,6 +90,11 @@ final class SpeechClientLoop: WorkerLoop {
         var quitAnswered = false
         var priority: Utterance.Priority?
         var language: String?
+        /// The end marks of queued utterances, by the server's message id, until their end or cancel event.
+        var endMarks: [Int: UInt64] = [:]
+        /// The most marks kept: only the latest announcement's end matters, a few cover the ones a touch replaced
+        /// whose events are still on their way.
+        static let endMarkLimit = 8
 
         init(socket: Int32) { self.socket = socket }
 
@@ -296,7 +303,7 @@ final class SpeechClientLoop: WorkerLoop {
                     metadata: ["bytes": "\(utterance.text.utf8.count)"])
             }
             plan.append(Exchange(purpose: .speak, bytes: SSIP.line("SPEAK")))
-            plan.append(Exchange(purpose: .text, bytes: text))
+            plan.append(Exchange(purpose: .text, bytes: text, endMark: utterance.endMark))
             return plan
         }
     }
@@ -336,6 +343,12 @@ final class SpeechClientLoop: WorkerLoop {
                 let id = reply.lines.count >= 2 ? SSIP.decimal(reply.lines[0]) : nil
                 core.state.withLock { $0.statistics.spoken.saturatingAdd(1) }
                 report(.queued(messageID: id, at: now))
+                if let mark = current.endMark, let id {
+                    if session.endMarks.count >= Session.endMarkLimit, let oldest = session.endMarks.keys.min() {
+                        session.endMarks[oldest] = nil
+                    }
+                    session.endMarks[id] = mark
+                }
             }
         case .cancel, .pause, .resume, .soundIcon:
             break
@@ -421,6 +434,11 @@ final class SpeechClientLoop: WorkerLoop {
                     core.state.withLock { $0.statistics.events.saturatingAdd(1) }
                     if let event = SSIP.Event(reply) {
                         report(.event(event, at: now))
+                        if event.kind == .end || event.kind == .canceled, let id = event.messageID,
+                            let mark = session.endMarks.removeValue(forKey: id), event.kind == .end
+                        {
+                            report(.ended(mark: mark, at: now))
+                        }
                     } else {
                         noteProtocol(now: now, "speech server sent an unknown event: \(safe(reply.summary))")
                     }

@@ -11,6 +11,9 @@ struct Utterance: Sendable, Equatable {
     var priority: Priority
     /// The screen's `lang` (BCP 47 or ISO 639, as speech-dispatcher takes it), nil for the server's default.
     var language: String?
+    /// When set, the client tells when the server finished speaking this utterance (its `702 END`), with this
+    /// mark (``SpeechClient/Report/ended(mark:at:)``): an announcement whose hint waits for its end.
+    var endMark: UInt64? = nil
 }
 
 enum SpeechCommand: Sendable, Equatable {

@@ -7,8 +7,9 @@ import Synchronization
 ///
 /// The client runs on its own thread and reports there; the edge keeps the latest availability change in a mailbox
 /// and makes its eventfd readable, which the input loop waits on beside its other descriptors. The input thread then
-/// takes the change (``takeAvailabilityChange()``) and hands it to the engine as an input. Only changes wake it: an
-/// idle or absent speech server costs the input thread nothing.
+/// takes the change (``takeReports()``) and hands it to the engine as an input, as it does the ends of marked
+/// utterances (a hint waits for its announcement's end). Only these wake it: an idle or absent speech server costs the
+/// input thread nothing.
 ///
 /// A ``Worker`` of the daemon's ``WorkerGroup``: it stops after the socket targets (what speech mode said last, such as
 /// "speech mode off", is flushed within ``WorkerGroup/speechFlush``) and logs the client's counters.
@@ -17,10 +18,15 @@ final class SpeechEdge: Worker, Sendable {
         var client: SpeechClient?
         /// The latest availability the client reported that the input thread has not taken yet.
         var change: SpeechAvailability?
+        /// Utterances the server finished speaking (their end marks and times) that the input thread has not taken
+        /// yet; the newest ``SpeechEdge/endLimit`` only.
+        var ends: [(mark: UInt64, at: UInt64)] = []
         var stopped = false
     }
 
     private let slot = Mutex(Slot())
+    /// Only the latest announcement's end times a hint; a few more cover an input thread that fell behind.
+    static let endLimit = 8
     private let logger: Logger
     private let options: SpeechClient.Options
     /// Readable when a change waits; nil when the process had no descriptor to spare (then speech cannot start).
@@ -64,8 +70,18 @@ final class SpeechEdge: Worker, Sendable {
                 let client = SpeechClient(
                     socketPath: socketPath, logger: logger, options: options,
                     report: { [weak self] report in
-                        guard case .availability(let availability) = report, let self else { return }
-                        self.slot.withLock { $0.change = availability }
+                        guard let self else { return }
+                        switch report {
+                        case .availability(let availability):
+                            self.slot.withLock { $0.change = availability }
+                        case .ended(let mark, let at):
+                            self.slot.withLock { slot in
+                                if slot.ends.count >= Self.endLimit { slot.ends.removeFirst() }
+                                slot.ends.append((mark, at))
+                            }
+                        case .speakSent, .queued, .cancelSent, .event:
+                            return
+                        }
                         wakeDescriptor.wake()
                     })
                 try client.start()
@@ -102,12 +118,15 @@ final class SpeechEdge: Worker, Sendable {
         slot.withLock { $0.client }?.submit(command)
     }
 
-    /// The availability change waiting for the input thread, if any; clears the wake-up.
-    func takeAvailabilityChange() -> SpeechAvailability? {
+    /// The availability change and the utterance ends waiting for the input thread, if any; clears the wake-up.
+    func takeReports() -> (change: SpeechAvailability?, ends: [(mark: UInt64, at: UInt64)]) {
         wakeDescriptor?.clear()
         return slot.withLock { slot in
-            defer { slot.change = nil }
-            return slot.change
+            defer {
+                slot.change = nil
+                slot.ends.removeAll()
+            }
+            return (slot.change, slot.ends)
         }
     }
 

@@ -126,10 +126,18 @@ struct EngineSpeechTests {
         var engine: Engine
         var effects: [Effect] = []
 
-        init(_ text: String = EngineSpeechTests.configuration, available: Bool = true) throws {
+        /// `reportsEnds`: the server tells when each utterance ends, as speech-dispatcher does for `touchd run`.
+        init(_ text: String = EngineSpeechTests.configuration, available: Bool = true, reportsEnds: Bool = false) throws {
             let configuration = try EngineHarness.load(text)
             engine = Engine(configuration: configuration, scene: try configuration.makeScene(), observesOutput: true)
-            if available { effects += engine.speechAvailability(true, now: 0) }
+            if available { effects += engine.speechAvailability(true, reportsEnds: reportsEnds, now: 0) }
+        }
+
+        /// The server finished the utterance marked `mark` at `milliseconds`.
+        mutating func ended(_ mark: UInt64?, at milliseconds: UInt64) {
+            run(until: milliseconds)
+            guard let mark else { return }
+            effects += engine.speechEnded(mark: mark, now: milliseconds * 1000)
         }
 
         /// Fires what falls due up to `milliseconds`.
@@ -208,6 +216,14 @@ struct EngineSpeechTests {
     }
 
     static func number(_ value: Double) -> String { Configuration.number(value) }
+
+    /// The end marks of the utterances in `effects`, in order (nil for an unmarked one).
+    static func marks(_ effects: [Effect]) -> [UInt64?] {
+        effects.compactMap { effect in
+            guard case .speech(.speak(let utterance), _) = effect else { return nil }
+            return .some(utterance.endMark)
+        }
+    }
 
     static func logs(_ effects: [Effect]) -> [(message: String, id: String?)] {
         effects.compactMap { effect in
@@ -419,6 +435,103 @@ struct EngineSpeechTests {
             Self.spoken(driver.take()) == [
                 "6000 cancel", "6000 text/en: OK, button", "6300 text/en: Volume, 5, slider",
             ])
+    }
+
+    @Test("rule 1: with start_on_headphones, plugging headphones in enters speech mode; unplugging them leaves it")
+    func headphones() throws {
+        let text = Self.configuration.replacingOccurrences(
+            of: "exit_after_idle_s = 60\n", with: "exit_after_idle_s = 60\nstart_on_headphones = true\n")
+        var driver = try Driver(text)
+        driver.effects += driver.engine.headphonesChanged(inserted: true, now: 1_000_000)
+        #expect(Self.spoken(driver.take()) == ["1000 mode on", "1000 cancel", "1000 important/en: \(Self.intro)"])
+        // Plugged in again (a bouncing switch): nothing more.
+        #expect(driver.engine.headphonesChanged(inserted: true, now: 1_500_000).isEmpty)
+        driver.effects += driver.engine.headphonesChanged(inserted: false, now: 9_000_000)
+        #expect(Self.spoken(driver.take()) == ["9000 cancel", "9000 important/en: Speech off.", "9000 mode off"])
+        // Started another way, the mode outlives an unplug.
+        driver.enter(at: 10_000)
+        driver.effects += driver.engine.headphonesChanged(inserted: true, now: 11_000_000)
+        driver.effects += driver.engine.headphonesChanged(inserted: false, now: 12_000_000)
+        #expect(Self.spoken(driver.take()).isEmpty)
+        #expect(driver.engine.speech.isOn)
+    }
+
+    @Test("rule 1: without start_on_headphones the jack changes nothing; rule 3: without a server it says why")
+    func headphonesIgnoredOrUnavailable() throws {
+        var driver = try Driver()
+        #expect(driver.engine.headphonesChanged(inserted: true, now: 1_000_000).isEmpty)
+        #expect(!driver.engine.speech.isOn)
+        let text = Self.configuration.replacingOccurrences(
+            of: "exit_after_idle_s = 60\n", with: "exit_after_idle_s = 60\nstart_on_headphones = true\n")
+        var silent = try Driver(text, available: false)
+        let effects = silent.engine.headphonesChanged(inserted: true, now: 1_000_000)
+        #expect(!silent.engine.speech.isOn)
+        #expect(Self.logs(effects).map(\.id) == [MessageID.speechUnavailable.rawValue])
+        #expect(silent.engine.speech.failures == 1)
+    }
+
+    @Test("rule 7: with the server's 702 END, the hint comes 400 ms after the announcement ends, not after it began")
+    func hintAfterEnd() throws {
+        var driver = try Driver(reportsEnds: true)
+        driver.enter()
+        driver.tap(1000, 200, 150)
+        var effects = driver.take()
+        #expect(Self.spoken(effects) == ["1000 cancel", "1000 text/en: OK, button"])
+        let mark = try #require(Self.marks(effects).first ?? nil)
+        // Nothing at 1400: the announcement is still being spoken as far as touchd knows.
+        driver.run(until: 2299)
+        #expect(Self.spoken(driver.take()).isEmpty)
+        driver.ended(mark, at: 2300)
+        driver.run(until: 2699)
+        #expect(Self.spoken(driver.take()).isEmpty)
+        driver.run(until: 2700)
+        #expect(Self.spoken(driver.take()) == ["2700 message/en: Confirms"])
+        // Landing on it again repeats it, with a new mark; its end times the hint again.
+        driver.tap(4000, 220, 160)
+        effects = driver.take()
+        #expect(Self.spoken(effects) == ["4000 cancel", "4000 text/en: OK, button"])
+        let again = try #require(Self.marks(effects).first ?? nil)
+        #expect(again != mark)
+        driver.ended(again, at: 4950)
+        driver.run(until: 6000)
+        #expect(Self.spoken(driver.take()) == ["5350 message/en: Confirms"])
+    }
+
+    @Test("rule 7: only the focused announcement's own end times its hint; a touch before the end cancels it")
+    func hintAfterEndOnlyForItsAnnouncement() throws {
+        var driver = try Driver(reportsEnds: true)
+        driver.enter()
+        driver.tap(1000, 200, 150)  // OK, hint "Confirms"
+        driver.tap(1500, 750, 550)  // Buy, hint "Pay by card"
+        let marks = Self.marks(driver.take()).compactMap { $0 }
+        try #require(marks.count == 2)
+        // OK's end (its announcement was replaced; the server may still report it) changes nothing.
+        driver.ended(marks[0], at: 1800)
+        driver.run(until: 1999)
+        #expect(Self.spoken(driver.take()) == [])
+        driver.ended(marks[1], at: 2000)
+        driver.run(until: 3000)
+        #expect(Self.spoken(driver.take()) == ["2400 message/en: Pay by card"])
+        // A touch on empty space after the announcement and before its end: no hint, whenever the end comes.
+        driver.tap(6000, 200, 150)
+        let mark = try #require(Self.marks(driver.take()).first ?? nil)
+        driver.tap(6500, 450, 700)
+        driver.ended(mark, at: 6600)
+        driver.run(until: 9000)
+        #expect(Self.spoken(driver.take()) == ["6500 cancel"])
+        // An item without a hint is not marked: nothing waits for its end.
+        driver.tap(10000, 200, 350)
+        #expect(Self.marks(driver.take()) == [nil])
+    }
+
+    @Test("rule 7: without ends reported (simulate), the hint is timed from the announcement, unmarked")
+    func hintWithoutEnds() throws {
+        var driver = try Driver()
+        driver.enter()
+        driver.tap(1000, 200, 150)
+        #expect(Self.marks(driver.take()) == [nil])
+        driver.run(until: 1400)
+        #expect(Self.spoken(driver.take()) == ["1400 message/en: Confirms"])
     }
 
     // MARK: - Activating (rules 9–10)
@@ -683,12 +796,27 @@ struct EngineSpeechTests {
         #expect(SpokenWords.table.values.allSatisfy { !$0.nothingSelected.isEmpty && !$0.dimmed.isEmpty })
     }
 
-    @Test("rule 16: a screen without lang speaks in the server's default")
+    @Test("rule 16: a screen without lang speaks in [accessibility] lang (en), also after a screen in another")
     func noLanguage() throws {
         var driver = try Driver(Self.configuration.replacingOccurrences(of: "lang = \"en\"\n", with: ""))
         driver.enter()
         driver.tap(1000, 200, 150)
-        #expect(Self.spoken(driver.take()) == ["1000 cancel", "1000 text: OK, button"])
+        #expect(Self.spoken(driver.take()) == ["1000 cancel", "1000 text/en: OK, button"])
+        driver.effects += driver.engine.switchScreen(to: "other", at: .milliseconds(2000))
+        #expect(Self.spoken(driver.take()) == ["2000 text/de: Andere. Zurück, Taste"])
+        // Back on the screen without lang: not German, which the server would otherwise keep.
+        driver.effects += driver.engine.switchScreen(to: "main", at: .milliseconds(3000))
+        #expect(Self.spoken(driver.take()) == ["3000 text/en: Main. OK, button"])
+    }
+
+    @Test("rule 16: [accessibility] lang is the language of screens without one, role words included")
+    func defaultLanguage() throws {
+        let text = Self.configuration.replacingOccurrences(of: "lang = \"en\"\n", with: "")
+            .replacingOccurrences(of: "pixels_per_mm = 4\n", with: "pixels_per_mm = 4\nlang = \"fr\"\n")
+        var driver = try Driver(text)
+        driver.enter()
+        driver.tap(1000, 200, 150)
+        #expect(Self.spoken(driver.take()) == ["1000 cancel", "1000 text/fr: OK, bouton"])
     }
 }
 

@@ -209,6 +209,29 @@ struct SpeechClientTests {
         #expect(client.availability == .available)
     }
 
+    @Test func theEndOfAMarkedUtteranceIsReportedWithItsMarkAndNoOtherEnd() async throws {
+        let fixture = try Fixture()
+        defer { fixture.tearDown() }
+        let client = try await fixture.connectedClient()
+        defer { client.stop(withinMicroseconds: 0) }
+
+        // Message 1 carries no mark, 2 carries 41, 3 carries 42 (priority message: a queued text would be replaced).
+        client.submit(.speak(Utterance(text: "Plain", priority: .message, language: nil)))
+        client.submit(.speak(Utterance(text: "OK, button", priority: .message, language: nil, endMark: 41)))
+        #expect(await eventually { fixture.reports.queuedIDs == [1, 2] })
+        client.submit(.speak(Utterance(text: "Help, button", priority: .message, language: nil, endMark: 42)))
+        #expect(await eventually { fixture.reports.queuedIDs == [1, 2, 3] })
+        // 1 ends (no mark), 2 is canceled (its mark is forgotten, no end), 3 ends: only 42 is reported.
+        fixture.server.send(Array("702-1\r\n702-7\r\n702 END\r\n703-2\r\n703-7\r\n703 CANCELED\r\n".utf8))
+        fixture.server.send(Array("702-2\r\n702-7\r\n702 END\r\n".utf8))
+        let before = monotonicMicroseconds()
+        fixture.server.send(Array("702-3\r\n702-7\r\n702 END\r\n".utf8))
+        #expect(await eventually { fixture.reports.events.count == 4 })
+        let ends = fixture.reports.ends
+        #expect(ends.map(\.mark) == [42])
+        #expect(ends.allSatisfy { $0.at >= before && $0.at <= monotonicMicroseconds() })
+    }
+
     // MARK: - A server that goes away or misbehaves
 
     @Test func aServerThatGoesAwayIsReportedAndReconnectedWhenItComesBack() async throws {
@@ -390,6 +413,9 @@ private final class Reports: Sendable {
     }
     var cancelTimes: [UInt64] {
         all.withLock { $0.compactMap { if case .cancelSent(let at) = $0 { at } else { nil } } }
+    }
+    var ends: [(mark: UInt64, at: UInt64)] {
+        all.withLock { $0.compactMap { if case .ended(let mark, let at) = $0 { (mark, at) } else { nil } } }
     }
     var events: [SSIP.Event] {
         all.withLock { $0.compactMap { if case .event(let e, _) = $0 { e } else { nil } } }

@@ -54,6 +54,11 @@ struct AccessibilityKeys: KeyTable {
         doc: "its recognition enters speech mode, and recognized again in speech mode, leaves it. Mark it on the "
             + "kiosk with a tactile sign",
         example: "start_gesture = \"speech-corner\"")
+    let startOnHeadphones = Setting(
+        "start_on_headphones", .boolean, default: false,
+        doc: "`true`: plugging headphones into the kiosk's jack (an input device's `SW_HEADPHONE_INSERT` going to 1) "
+            + "enters speech mode, and unplugging them leaves it when they started it",
+        example: "start_on_headphones = true")
     let exitAfterIdle = Setting(
         "exit_after_idle_s", .seconds(0...3_600), default: 120_000_000, shown: "`120`",
         doc: "speech mode ends after this long without a touch (the transaction is over); `0` never",
@@ -84,7 +89,8 @@ struct AccessibilityKeys: KeyTable {
         example: "double_tap_slop_mm = 12")
     let hintDelay = Setting(
         "hint_delay_ms", .milliseconds(0...5_000), default: 400_000,
-        doc: "a hint follows its label after this long, if the focus stayed (TalkBack: 400)",
+        doc: "a hint follows its label this long after the speech server finished saying it (`702 END`), if the "
+            + "focus stayed (TalkBack: 400 after the end; `simulate`: after the label began)",
         example: "hint_delay_ms = 600")
     let swipeDistance = Setting(
         "swipe_min_distance_mm", .number(2...100, unit: "mm"), default: 10,
@@ -103,6 +109,15 @@ struct AccessibilityKeys: KeyTable {
         doc: "the panel's density, to turn the distances above into pixels (a 21.5\" 1920×1080 panel: 4.0; 15.6\": "
             + "5.6)",
         example: "pixels_per_mm = 5.6")
+    let language = Setting(
+        "lang",
+        .string(allowed: "a language tag as speech-dispatcher takes it: 2–35 ASCII letters, digits and `-`") {
+            ScreenKeys.isLanguageTag($0) ? nil : "'\($0)' is not a language tag (like \"de\", \"en-GB\")"
+        }, default: "en",
+        doc: "the language speech mode speaks in on a screen without its own `lang` (and without screens): every "
+            + "utterance names one, so such a screen never keeps the previous screen's. Write the `introduction` "
+            + "and `farewell` in it",
+        example: "lang = \"de\"")
     let passthrough = Key(
         "passthrough", .tables(Schema.rect.schema, limit: 16), absent: "`[]`",
         allowed: "at most 16 rectangles `{ x, y, width, height }`, [coordinate rules](#shapes-and-coordinates)",

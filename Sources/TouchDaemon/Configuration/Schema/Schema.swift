@@ -261,7 +261,7 @@ struct ScreenKeys: KeyTable {
         "lang",
         .string(allowed: "a language tag as speech-dispatcher takes it: 2–35 ASCII letters, digits and `-`") {
             ScreenKeys.isLanguageTag($0) ? nil : "'\($0)' is not a language tag (like \"de\", \"en-GB\")"
-        }, absent: "absent: the speech server's default",
+        }, absent: "absent: `[accessibility] lang`",
         doc: "the language speech mode speaks this screen in", example: "lang = \"de\"")
 
     static func isLanguageTag(_ tag: String) -> Bool {
