@@ -14,6 +14,8 @@ struct Touchd: ParsableCommand {
         commandName: "touchd",
         abstract: "A daemon that turns a Linux touchscreen into UIKit-style controls declared in a TOML file.",
         version: version,
-        subcommands: [Run.self, Check.self, Simulate.self, Render.self, Ctl.self, Speak.self, GenerateManual.self]
+        subcommands: [
+            Run.self, Check.self, Simulate.self, Render.self, Calibrate.self, Ctl.self, Speak.self, GenerateManual.self,
+        ]
     )
 }

@@ -25,6 +25,8 @@ final class LibinputContext {
     let nodes: DeviceNodes
     /// Filter mode: the grabbed touchscreens and their twins, by touchd's device id.
     var filtered: SmallMap<Int, (evdev: OpaquePointer, twin: Twin)> = [:]
+    /// `touchd calibrate`: the touchscreens grabbed with no twin, by touchd's device id.
+    var grabbedAlone: SmallMap<Int, OpaquePointer> = [:]
     /// A udev monitor of the input subsystem, for diagnostics only: libinput has its own, but says nothing about a
     /// touchscreen it refuses (fault-cases.md D12), so touchd watches for input devices coming and going and compares
     /// udev's touchscreens with libinput's. Nil when it could not be set up (touch input works the same without it).
@@ -84,6 +86,7 @@ final class LibinputContext {
 
     deinit {
         releaseFilter()
+        releaseGrabs()
         if let monitor { udev_monitor_unref(monitor) }
         for device in devices.keys { libinput_device_unref(device) }
         libinput_unref(libinput)
