@@ -50,6 +50,10 @@ struct Options: Equatable {
     var yieldOnSend = false
     /// Explore by touch's speech through a real speech-dispatcher on ALSA's loopback (ScenarioSpeech.swift).
     var speech = false
+    /// `touchd calibrate` on a skewed panel, then the reloaded mapping (ScenarioCalibrate.swift).
+    var calibrate = false
+    /// With `calibrate`: print the target screen (the PPM touchd wrote) gzipped and base64-encoded, for the docs.
+    var printScreenshot = false
     var help = false
 
     static let usage = """
@@ -63,6 +67,7 @@ struct Options: Equatable {
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
                touchd-e2e --busy-target --touchd PATH [--yield-on-send] [--verbose]
                touchd-e2e --speech --touchd PATH [--verbose]
+               touchd-e2e --calibrate --touchd PATH [--print-screenshot] [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
                           [--also-touchd PATH] [--floor-reader PATH] [--floor-daemon PATH] [--verbose]
 
@@ -143,6 +148,14 @@ struct Options: Equatable {
                          own, playing into ALSA's loopback card (snd-aloop), captured with arecord: `touchd speak`
                          (touchd's SSIP client) must be heard, and a CANCEL must stop the audio within 100 ms;
                          prints request → SPEAK, request → first audio energy and CANCEL → silence (`speech:` lines)
+          --calibrate    `touchd calibrate --json` on a panel whose response the driver skews (offset, scale, a small
+                         rotation), with touchd run beside it: the driver touches each target calibrate names (through
+                         the skew), then checks that calibrate's touches never reached touchd run (the panel was
+                         grabbed), that the file kept every other line, and that after a reload (SIGHUP) taps at check
+                         points land within 2 output pixels; draws on the VM's display with scripts/vm/run --gpu
+          --print-screenshot
+                         with --calibrate: print the target screen calibrate drew (PPM, gzip, base64) between
+                         `screenshot-begin` and `screenshot-end` lines
 
         Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error, 77 when /dev/uinput cannot
         be opened for writing (the test is skipped).
@@ -223,6 +236,8 @@ struct Options: Equatable {
             case "--busy-target": options.busyTarget = true
             case "--yield-on-send": options.yieldOnSend = true
             case "--speech": options.speech = true
+            case "--calibrate": options.calibrate = true
+            case "--print-screenshot": options.printScreenshot = true
             case "-h", "--help": options.help = true
             default: throw UsageError("unknown argument '\(argument)'")
             }
@@ -230,11 +245,11 @@ struct Options: Equatable {
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
             options.filter && !options.startupSweep, options.cage, options.compareLibinput, options.startupSweep,
-            options.busyTarget, options.speech,
+            options.busyTarget, options.speech, options.calibrate,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
                 "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput, "
-                    + "--startup-sweep, --busy-target and --speech are separate runs; give one of them"
+                    + "--startup-sweep, --busy-target, --speech and --calibrate are separate runs; give one of them"
             )
         }
         if options.twinSpace, !options.cage || options.systemdUnit {
@@ -255,6 +270,9 @@ struct Options: Equatable {
         }
         if options.floorFilter != nil, !options.filter || options.systemdUnit {
             throw UsageError("--floor-filter goes with --filter, not under --systemd-unit")
+        }
+        if options.printScreenshot, !options.calibrate {
+            throw UsageError("--print-screenshot goes with --calibrate")
         }
         if arguments.contains("--sweep-rounds"), !options.startupSweep {
             throw UsageError("--sweep-rounds goes with --startup-sweep")
