@@ -25,7 +25,7 @@ struct CalibrationCanvas: Hashable, Sendable {
     }
 
     mutating func clear() {
-        for index in pixels.indices { pixels[index] = Self.black }
+        pixels.withUnsafeMutableBufferPointer { $0.update(repeating: Self.black) }
     }
 
     /// Fills the rectangle, clipped to the canvas. Coordinates that are not finite draw nothing.
@@ -38,9 +38,12 @@ struct CalibrationCanvas: Hashable, Sendable {
         // Clamped to 0…width and 0…height above, so the conversions are exact.
         let (left, top, right, bottom) = (Int(x0), Int(y0), Int(x1), Int(y1))
         guard left < right, top < bottom else { return }
-        for row in top..<bottom {
-            let base = row * width
-            for column in left..<right { pixels[base + column] = colour }
+        let stride = width
+        pixels.withUnsafeMutableBufferPointer { buffer in
+            for row in top..<bottom {
+                let base = row * stride
+                UnsafeMutableBufferPointer(rebasing: buffer[(base + left)..<(base + right)]).update(repeating: colour)
+            }
         }
     }
 
@@ -88,24 +91,31 @@ struct CalibrationCanvas: Hashable, Sendable {
 
     /// Copies `rows` of `source` (XRGB, `pitch` bytes a row) into the canvas: a screenshot of the scanout buffer.
     mutating func load(from source: UnsafeRawBufferPointer, pitch: Int) {
-        guard pitch >= width * 4, source.count >= pitch * height else { return }
-        for row in 0..<height {
-            for column in 0..<width {
-                pixels[row * width + column] = source.loadUnaligned(
-                    fromByteOffset: row * pitch + column * 4, as: UInt32.self)
+        guard pitch >= width * 4, source.count >= pitch * height, let base = source.baseAddress else { return }
+        let rowBytes = width * 4
+        let rows = height
+        pixels.withUnsafeMutableBytes { target in
+            for row in 0..<rows {
+                (target.baseAddress! + row * rowBytes).copyMemory(from: base + row * pitch, byteCount: rowBytes)
             }
         }
     }
 
     /// A binary PPM (P6), for `--screenshot`: any image tool reads it (`convert shot.ppm shot.png`).
     var ppm: [UInt8] {
-        var bytes = Array("P6\n\(width) \(height)\n255\n".utf8)
-        bytes.reserveCapacity(bytes.count + width * height * 3)
-        for pixel in pixels {
-            bytes.append(UInt8(truncatingIfNeeded: pixel >> 16))
-            bytes.append(UInt8(truncatingIfNeeded: pixel >> 8))
-            bytes.append(UInt8(truncatingIfNeeded: pixel))
+        let header = Array("P6\n\(width) \(height)\n255\n".utf8)
+        let count = pixels.count
+        let body = [UInt8](unsafeUninitializedCapacity: count * 3) { buffer, initialised in
+            pixels.withUnsafeBufferPointer { source in
+                for index in 0..<count {
+                    let pixel = source[index]
+                    buffer[3 * index] = UInt8(truncatingIfNeeded: pixel >> 16)
+                    buffer[3 * index + 1] = UInt8(truncatingIfNeeded: pixel >> 8)
+                    buffer[3 * index + 2] = UInt8(truncatingIfNeeded: pixel)
+                }
+            }
+            initialised = count * 3
         }
-        return bytes
+        return header + body
     }
 }
