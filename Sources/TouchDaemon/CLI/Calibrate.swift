@@ -357,7 +357,14 @@ struct CalibrationSession {
         // Output pixels onto the screen's: the output is shown unturned, scaled to the mode.
         let sx = Double(canvas.width) / configuration.output.width
         let sy = Double(canvas.height) / configuration.output.height
-        canvas.draw(targets: targets.map { Point(x: $0.point.x * sx, y: $0.point.y * sy) }, current: index)
+        canvas.draw(
+            targets: targets.map { Point(x: $0.point.x * sx, y: $0.point.y * sy) }, current: index,
+            lines: [
+                "touchd calibrate: target \(index + 1) of \(targets.count)"
+                    + (target.role == .check ? " (checks the fit)" : ""),
+                "touch the centre of the cross with one finger and lift",
+                "Esc on the terminal cancels",
+            ])
         display.canvas = canvas
         display.screen?.present(canvas)
         if let path = command.screenshot {

@@ -61,8 +61,9 @@ struct CalibrationCanvas: Hashable, Sendable {
         }
     }
 
-    /// The whole screen for target `current` of `targets` (screen pixels), those before it taken.
-    mutating func draw(targets: [Point], current: Int) {
+    /// The whole screen for target `current` of `targets` (screen pixels), those before it taken, with `lines` of
+    /// instructions centred above the middle.
+    mutating func draw(targets: [Point], current: Int, lines: [String] = []) {
         clear()
         let unit = max(4, Double(min(width, height)) / 40)
         for (index, target) in targets.enumerated() where index < current {
@@ -72,6 +73,12 @@ struct CalibrationCanvas: Hashable, Sendable {
             crosshair(at: targets[current], size: unit * 3, thickness: max(2, unit / 6), colour: Self.white)
             fill(
                 x: targets[current].x - 1, y: targets[current].y - 1, width: 3, height: 3, colour: Self.yellow)
+        }
+        // Instructions: centred a third of the way down, clear of the corner targets and of the centre one.
+        let scale = max(1, (unit / 5).rounded(.down))
+        for (index, line) in lines.enumerated() {
+            let x = (Double(width) - Self.textWidth(line, scale: scale)) / 2
+            text(line, x: x, y: Double(height) / 3 + Double(index) * 10 * scale, scale: scale, colour: Self.white)
         }
         // Progress: one box per target, centred near the bottom edge.
         let box = unit

@@ -32,6 +32,18 @@ struct CalibrationCanvasTests {
         #expect(copy == canvas)
     }
 
+    @Test("text in the built-in 5×7 font: lower case as capitals, unknown characters as spaces")
+    func text() throws {
+        var canvas = try #require(CalibrationCanvas(width: 20, height: 10))
+        canvas.text("i~", x: 0, y: 0, scale: 1, colour: CalibrationCanvas.white)
+        let lit = canvas.pixels.indices.filter { canvas.pixels[$0] != CalibrationCanvas.black }.map { ($0 % 20, $0 / 20) }
+        // I: a bar across the top and the bottom, the stem in the middle column.
+        #expect(lit.filter { $0.1 == 0 }.map(\.0) == [1, 2, 3])
+        #expect(lit.filter { $0.1 == 3 }.map(\.0) == [2])
+        #expect(lit.allSatisfy { $0.0 < 5 })
+        #expect(CalibrationCanvas.textWidth("ab", scale: 2) == 22)
+    }
+
     @Test("drawing off the canvas or with no finite position draws nothing; sizes are bounded")
     func clipping() throws {
         var canvas = try #require(CalibrationCanvas(width: 10, height: 10))
