@@ -189,6 +189,8 @@ struct CalibrationSession {
     private mutating func findPanel(_ context: LibinputContext) throws(Stop) -> DeviceInfo {
         var said = false
         while true {
+            // libinput adds the seat's devices on its first dispatch, and later ones as they come.
+            _ = context.dispatch()
             let touchscreens = context.devices.values.filter(\.isTouchscreen).sorted { $0.id < $1.id }
                 .filter { !(configuration.ignoreVirtual && $0.isVirtual) }
             let chosen: [DeviceInfo]
@@ -214,7 +216,6 @@ struct CalibrationSession {
                 said = true
             }
             _ = try wait(for: context)
-            _ = context.dispatch()
         }
     }
 
