@@ -224,9 +224,11 @@ final class CalibrateRun {
                 guard let object = Self.object(line), let type = object["type"] as? String else { continue }
                 switch type {
                 case "display":
-                    display = (object["drm"] as? String).map { "drawn on \($0)" } ?? "not drawn: \(object["reason"] ?? "")"
+                    display =
+                        (object["drm"] as? String).map { "drawn on \($0)" } ?? "not drawn: \(object["reason"] ?? "")"
                 case "target":
-                    guard let x = (object["x"] as? NSNumber)?.doubleValue, let y = (object["y"] as? NSNumber)?.doubleValue
+                    guard let x = (object["x"] as? NSNumber)?.doubleValue,
+                        let y = (object["y"] as? NSNumber)?.doubleValue
                     else { throw Abort("a target line without x and y: \(line)") }
                     // Give calibrate time to draw it, as an installer would need to see it.
                     sleep(microseconds: 200_000)
@@ -273,7 +275,8 @@ final class CalibrateRun {
                 record(
                     "touchd run got none of calibrate's touches (the panel was grabbed)",
                     target.inbox.since(cursor).isEmpty
-                        ? nil : "\(target.inbox.since(cursor).count) messages: \(target.inbox.since(cursor).map(\.raw))")
+                        ? nil : "\(target.inbox.since(cursor).count) messages: \(target.inbox.since(cursor).map(\.raw))"
+                )
                 if options.printScreenshot { printScreenshot(shot) }
                 return
             }
@@ -328,7 +331,8 @@ final class CalibrateRun {
         }
         let checked = Tool.run([touchd, "check", "--config", configPath], verbose: false)
         record(
-            "touchd check accepts the calibrated file", checked.succeeded ? nil : checked.output.joined(separator: "; "))
+            "touchd check accepts the calibrated file", checked.succeeded ? nil : checked.output.joined(separator: "; ")
+        )
     }
 
     private func reloadAndCheck() throws(Abort) {

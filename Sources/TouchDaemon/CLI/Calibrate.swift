@@ -503,7 +503,8 @@ struct CalibrationSession {
         switch ConfigurationLoader.load(text: text, path: path) {
         case .success(let loaded): current = loaded
         case .failure:
-            printError("touchd: error: \(path): the file changed while calibrating and is no longer valid: nothing written")
+            printError(
+                "touchd: error: \(path): the file changed while calibrating and is no longer valid: nothing written")
             return 78
         }
         let entry = current.devices.firstIndex { $0.matches(panel) }
@@ -519,7 +520,8 @@ struct CalibrationSession {
             let index = edited.devices.firstIndex(where: { $0.matches(panel) }),
             edited.devices[index].calibration == solution.matrix
         else {
-            printError("touchd: error: \(path): the edited file would not give the panel this calibration: nothing written")
+            printError(
+                "touchd: error: \(path): the edited file would not give the panel this calibration: nothing written")
             return 78
         }
         if entry == nil, current.devices.isEmpty {

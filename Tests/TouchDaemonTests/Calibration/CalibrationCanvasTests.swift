@@ -36,7 +36,9 @@ struct CalibrationCanvasTests {
     func text() throws {
         var canvas = try #require(CalibrationCanvas(width: 20, height: 10))
         canvas.text("i~", x: 0, y: 0, scale: 1, colour: CalibrationCanvas.white)
-        let lit = canvas.pixels.indices.filter { canvas.pixels[$0] != CalibrationCanvas.black }.map { ($0 % 20, $0 / 20) }
+        let lit = canvas.pixels.indices.filter { canvas.pixels[$0] != CalibrationCanvas.black }.map {
+            ($0 % 20, $0 / 20)
+        }
         // I: a bar across the top and the bottom, the stem in the middle column.
         #expect(lit.filter { $0.1 == 0 }.map(\.0) == [1, 2, 3])
         #expect(lit.filter { $0.1 == 3 }.map(\.0) == [2])
@@ -73,7 +75,8 @@ struct CalibrationCanvasTests {
         #expect(collector.handle(Self.event(.down, slot: 0, x: 0.2, y: 0.4)) == .began)
         #expect(collector.handle(Self.event(.down, slot: 1, x: 0.5, y: 0.5)) == .none)
         #expect(collector.handle(Self.event(.up, slot: 1)) == .none)
-        #expect(collector.handle(Self.event(.up, slot: 0)) == .discarded("two fingers were down: touch with one finger"))
+        #expect(
+            collector.handle(Self.event(.up, slot: 0)) == .discarded("two fingers were down: touch with one finger"))
 
         #expect(collector.handle(Self.event(.down, slot: 0, x: 0.2, y: 0.4)) == .began)
         #expect(collector.handle(Self.event(.cancel, slot: 0)) == .discarded("the touch was cancelled"))

@@ -61,14 +61,17 @@ struct CalibrationEditTests {
         #expect(outcome.text == Self.file + "\n\n[[device]]\nmatch_name = \"Other\"\n\(Self.line)\n")
         #expect(outcome.line == Self.lines(Self.file).count + 4)
         #expect(Self.lines(outcome.text)[outcome.line - 1] == Substring(Self.line))
-        let ended = try CalibrationEdit.apply(to: "[output]\nwidth = 1\nheight = 1\n", device: nil, matchers: [], line: Self.line).get()
+        let ended = try CalibrationEdit.apply(
+            to: "[output]\nwidth = 1\nheight = 1\n", device: nil, matchers: [], line: Self.line
+        ).get()
         #expect(ended.text == "[output]\nwidth = 1\nheight = 1\n\n[[device]]\n\(Self.line)\n")
         #expect(ended.line == 6)
     }
 
     @Test("Windows line endings, a byte order mark and a header on the last line")
     func lineEndings() throws {
-        let crlf = "\u{FEFF}[output]\r\nwidth = 10\r\nheight = 10\r\n[[device]]\r\nmatch_name = \"x\"\r\ncalibration = [1, 0, 0, 0, 1, 0]\r\n"
+        let crlf =
+            "\u{FEFF}[output]\r\nwidth = 10\r\nheight = 10\r\n[[device]]\r\nmatch_name = \"x\"\r\ncalibration = [1, 0, 0, 0, 1, 0]\r\n"
         let replaced = try CalibrationEdit.apply(to: crlf, device: 0, matchers: [], line: Self.line).get()
         #expect(replaced.text == crlf.replacingOccurrences(of: "calibration = [1, 0, 0, 0, 1, 0]", with: Self.line))
         let last = "[output]\nwidth = 10\nheight = 10\n[[device]]"
@@ -110,7 +113,8 @@ struct CalibrationEditTests {
             isTouchscreen: true, touchCount: 10)
         #expect(
             CalibrationSession.matchers(for: panel) == [
-                #"match_name = "ILITEK \\[touch\\] \\*2\\*""#, #"match_vendor = "0x222a""#, #"match_product = "0x0001""#,
+                #"match_name = "ILITEK \\[touch\\] \\*2\\*""#, #"match_vendor = "0x222a""#,
+                #"match_product = "0x0001""#,
             ])
         #expect(Configuration.DeviceMatch.glob("ILITEK \\[touch\\] \\*2\\*", matches: panel.name))
         panel.links = ["/dev/input/by-path/pci-0000:00:14.0-usb-0:1:1.0-event", "pci-0000:00:14.0-usb-0:1:1.0"]

@@ -62,8 +62,9 @@ struct CalibrationFitTests {
         let targets = fit.targets
         var touches = targets.map { Self.touch(at: $0.point, fit: fit) }
         touches[1].x += 0.02  // 25.6 px on this axis before the rotation
-        guard case .failure(.tooLarge(let solution, let bound)) = fit.solve(
-            targets: targets, touches: touches, maximumError: 3)
+        guard
+            case .failure(.tooLarge(let solution, let bound)) = fit.solve(
+                targets: targets, touches: touches, maximumError: 3)
         else {
             Issue.record("a slipped touch was accepted")
             return
@@ -126,6 +127,7 @@ struct CalibrationFitTests {
     func udev() {
         #expect(CalibrationFit.udevMatrix([1, 0, 0.02, 0, 1, -0.01], after: nil) == "1 0 0.02 0 1 -0.01")
         // libinput turns 270° already: the rule must hold both.
-        #expect(CalibrationFit.udevMatrix([1, 0, 0.02, 0, 1, -0.01], after: [0, 1, 0, -1, 0, 1]) == "0 1 0.02 -1 0 0.99")
+        #expect(
+            CalibrationFit.udevMatrix([1, 0, 0.02, 0, 1, -0.01], after: [0, 1, 0, -1, 0, 1]) == "0 1 0.02 -1 0 0.99")
     }
 }
