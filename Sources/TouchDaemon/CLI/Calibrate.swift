@@ -54,6 +54,13 @@ struct Calibrate: ParsableCommand {
     @Option(help: ArgumentHelp("The DRM device to draw the targets on.", valueName: "path"))
     var drm: String = "/dev/dri/card0"
 
+    @Option(
+        help: ArgumentHelp(
+            "How the kiosk's picture is turned on the display, in degrees, as [output] rotation turns a panel that "
+                + "lies square on it (90 for cage -r); the targets are drawn where the picture's points are.",
+            valueName: "degrees"))
+    var displayRotation: Int = 0
+
     @Flag(help: "Draw nothing: print the targets' positions only (for a printed overlay or a test harness).")
     var noDisplay = false
 
@@ -66,6 +73,9 @@ struct Calibrate: ParsableCommand {
     func validate() throws {
         guard maxErrorPx.isFinite, maxErrorPx > 0, maxErrorPx <= 1000 else {
             throw ValidationError("--max-error-px takes a number of pixels above 0 and up to 1000")
+        }
+        guard Configuration.Rotation(rawValue: displayRotation) != nil else {
+            throw ValidationError("--display-rotation takes 0, 90, 180 or 270")
         }
         guard (0...86_400).contains(timeout) else {
             throw ValidationError("--timeout takes whole seconds from 0 (never) to 86400")
@@ -355,11 +365,16 @@ struct CalibrationSession {
             $0.add("y", target.point.y)
         }
         guard var canvas = display.canvas else { return }
-        // Output pixels onto the screen's: the output is shown unturned, scaled to the mode.
-        let sx = Double(canvas.width) / configuration.output.width
-        let sy = Double(canvas.height) / configuration.output.height
+        // Output pixels onto the screen's, through the picture's turn; the canvas of --no-display is the output.
+        let turn =
+            display.screen == nil ? .normal : Configuration.Rotation(rawValue: command.displayRotation) ?? .normal
+        let points = targets.map {
+            CalibrationFit.onScreen(
+                $0.point, output: configuration.output, displayRotation: turn, width: canvas.width,
+                height: canvas.height) ?? Point(x: .nan, y: .nan)
+        }
         canvas.draw(
-            targets: targets.map { Point(x: $0.point.x * sx, y: $0.point.y * sy) }, current: index,
+            targets: points, current: index,
             lines: [
                 "touchd calibrate: target \(index + 1) of \(targets.count)"
                     + (target.role == .check ? " (checks the fit)" : ""),

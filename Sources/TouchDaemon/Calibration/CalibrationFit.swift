@@ -131,6 +131,19 @@ struct CalibrationFit: Hashable, Sendable {
         return .success(solution)
     }
 
+    /// Where an output point is on a display of `width` × `height` pixels that shows the output turned by
+    /// `displayRotation`, in the sense of touchd's `rotation` for a panel lying square on that display (`cage -r`
+    /// shows the picture so that `rotation = 90` puts such a panel's touches on it: `displayRotation` 90). The output
+    /// is scaled to fill the display. Nil for a point that is not finite.
+    static func onScreen(
+        _ point: Point, output: Configuration.Output, displayRotation: Configuration.Rotation, width: Int, height: Int
+    ) -> Point? {
+        let picture = CoordinateMapper(
+            output: Configuration.Output(width: output.width, height: output.height, rotation: displayRotation))
+        guard let display = picture.unmap(point) else { return nil }
+        return Point(x: display.x * Double(width), y: display.y * Double(height))
+    }
+
     /// `value` rounded to ``decimals`` places, as written; no negative zero.
     static func rounded(_ value: Double) -> Double {
         guard value.isFinite else { return value }

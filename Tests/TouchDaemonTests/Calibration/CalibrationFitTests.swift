@@ -109,6 +109,30 @@ struct CalibrationFitTests {
         #expect((try? fit.solve(targets: targets, touches: crossed, maximumError: 3).get()) == nil)
     }
 
+    @Test("targets on a display that shows the picture turned: where a square panel's touch would reach them")
+    func onScreen() {
+        let portrait = Configuration.Output(width: 800, height: 1280, rotation: .right)
+        // cage -r: the picture's top-left corner is where a panel with rotation 90 reports (0, 0) of the picture.
+        let corner = CalibrationFit.onScreen(
+            Point(x: 0, y: 0), output: portrait, displayRotation: .right, width: 1280, height: 800)
+        let panel = CoordinateMapper(output: portrait)
+        let back = panel.map(x: corner!.x / 1280, y: corner!.y / 800)!
+        #expect(back.distance(to: Point(x: 0, y: 0)) < 1e-9)
+        for rotation in Configuration.Rotation.allCases {
+            let output = Configuration.Output(width: 1000, height: 600, rotation: rotation)
+            let point = Point(x: 250, y: 150)
+            let screen = CalibrationFit.onScreen(
+                point, output: output, displayRotation: rotation, width: 1920, height: 1080)!
+            let mapped = CoordinateMapper(output: output).map(x: screen.x / 1920, y: screen.y / 1080)!
+            #expect(mapped.distance(to: point) < 1e-9)
+        }
+        let flat = Configuration.Output(width: 1280, height: 800, rotation: .normal)
+        #expect(
+            CalibrationFit.onScreen(
+                Point(x: 640, y: 200), output: flat, displayRotation: .normal, width: 2560, height: 1600)
+                == Point(x: 1280, y: 400))
+    }
+
     @Test("coefficients are written as TOML floats with six decimals at most")
     func numbers() {
         #expect(CalibrationFit.toml(1) == "1.0")
