@@ -74,11 +74,14 @@ struct CalibrationCanvas: Hashable, Sendable {
             fill(
                 x: targets[current].x - 1, y: targets[current].y - 1, width: 3, height: 3, colour: Self.yellow)
         }
-        // Instructions: centred a third of the way down, clear of the corner targets and of the centre one.
-        let scale = max(1, (unit / 5).rounded(.down))
+        // Instructions: centred from a fifth of the way down, between the corner targets and the centre one, each
+        // line within nine tenths of the width.
+        let widest = lines.map { Self.textWidth($0, scale: 1) }.max() ?? 0
+        let fitting = widest > 0 ? (0.9 * Double(width) / widest).rounded(.down) : 1
+        let scale = max(1, min((unit / 5).rounded(.down), fitting))
         for (index, line) in lines.enumerated() {
             let x = (Double(width) - Self.textWidth(line, scale: scale)) / 2
-            text(line, x: x, y: Double(height) / 3 + Double(index) * 10 * scale, scale: scale, colour: Self.white)
+            text(line, x: x, y: Double(height) / 5 + Double(index) * 10 * scale, scale: scale, colour: Self.white)
         }
         // Progress: one box per target, centred near the bottom edge.
         let box = unit
