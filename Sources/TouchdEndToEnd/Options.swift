@@ -152,7 +152,10 @@ struct Options: Equatable {
                          rotation), with touchd run beside it: the driver touches each target calibrate names (through
                          the skew), then checks that calibrate's touches never reached touchd run (the panel was
                          grabbed), that the file kept every other line, and that after a reload (SIGHUP) taps at check
-                         points land within 2 output pixels; draws on the VM's display with scripts/vm/run --gpu
+                         points land within 2 output pixels; then, with the display held by the driver (DRM master,
+                         as a compositor), calibrate --print must calibrate from the printed positions and print the
+                         line and the udev rule without touching the file, and SIGTERM must cancel it (exit 1); draws
+                         on the VM's display with scripts/vm/run --gpu
           --print-screenshot
                          with --calibrate: print the target screen calibrate drew (PPM, gzip, base64) between
                          `screenshot-begin` and `screenshot-end` lines

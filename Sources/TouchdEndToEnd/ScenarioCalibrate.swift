@@ -11,6 +11,9 @@ import Glibc
 ///    the skew. touchd run must get none of those touches (calibrate grabs the panel).
 /// 3. The file keeps every line but the calibration's (comments included), and the new line is what calibrate said.
 /// 4. After SIGHUP, taps at check points (none of them a target) land within 2 output pixels of the finger.
+/// 5. With the display held by another DRM master (the driver), calibrate says it cannot draw, calibrates from the
+///    positions it prints, and `--print` prints the line and the udev rule with the file untouched.
+/// 6. SIGTERM while a target is shown cancels: exit 1, the file untouched.
 final class CalibrateRun {
     /// How the panel reports a normalised point (row-major 2×3): scale 1.05 × 0.95, turned 2°, offset (−0.02, 0.03).
     static let skew: [Double] = {
@@ -83,6 +86,8 @@ final class CalibrateRun {
             try runCalibrate()
             try checkFile()
             try reloadAndCheck()
+            try checkHeldDisplay()
+            try checkCancel()
         } catch {
             record("sequence", "stopped: \(error.reason)")
         }
@@ -357,6 +362,86 @@ final class CalibrateRun {
             "after the reload every check point lands within \(Self.tolerance) px (largest "
                 + "\(String(format: "%.2f", largest)) px)",
             largest <= Self.tolerance ? nil : describe(errors))
+    }
+
+    /// Runs `touchd calibrate --json` with `extra`, touching each target it names (or, with `cancel`, sending SIGTERM
+    /// at the first); returns its exit status and its JSON lines.
+    private func calibrateOnce(_ extra: [String], cancel: Bool) throws(Abort) -> (
+        status: ExitStatus, objects: [[String: Any]]
+    ) {
+        let process = try attempt { () throws(DriverError) in
+            try Daemon(
+                executable: touchd,
+                arguments: ["calibrate", "--config", configPath, "--json", "--timeout", "60"] + extra, environment: [:],
+                removing: Scenario.scrubbedEnvironment,
+                echoPrefix: options.verbose ? "calibrate| " : nil, published: false)
+        }
+        defer { process.killAndReap() }
+        var seen = 0
+        var objects: [[String: Any]] = []
+        let deadline = monotonicNow() + 60_000_000
+        while monotonicNow() < deadline {
+            let finished = process.exitStatus
+            if finished != nil { process.waitForOutputEnd(until: monotonicNow() + 2_000_000) }
+            let lines = process.output.since(seen)
+            seen += lines.count
+            for line in lines where line.hasPrefix("{") {
+                guard let object = Self.object(line) else { continue }
+                objects.append(object)
+                guard object["type"] as? String == "target" else { continue }
+                if cancel {
+                    process.send(SIGTERM)
+                    continue
+                }
+                guard let x = (object["x"] as? NSNumber)?.doubleValue,
+                    let y = (object["y"] as? NSNumber)?.doubleValue
+                else { throw Abort("a target line without x and y: \(line)") }
+                sleep(microseconds: 200_000)
+                try touch(x: x, y: y)
+            }
+            if let finished { return (finished, objects) }
+            sleep(microseconds: 20_000)
+        }
+        throw Abort("touchd calibrate \(extra.joined(separator: " ")) did not finish within 60 s: \(process.tail(10))")
+    }
+
+    /// With another program DRM master (the driver opens the card first, as a compositor would), calibrate says it
+    /// cannot draw and still calibrates from the positions it prints; `--print` leaves the file alone and prints the
+    /// TOML line and the udev rule.
+    private func checkHeldDisplay() throws(Abort) {
+        let holder = open("/dev/dri/card0", O_RDWR | O_CLOEXEC)
+        guard holder >= 0 else {
+            notes.append("no /dev/dri/card0 to hold: the terminal-only run is the one above")
+            return
+        }
+        defer { close(holder) }
+        let before = (try? String(contentsOfFile: configPath, encoding: .utf8)) ?? ""
+        let (status, objects) = try calibrateOnce(["--print"], cancel: false)
+        let display = objects.first { $0["type"] as? String == "display" }
+        let reason = display?["reason"] as? String ?? ""
+        Console.line("calibrate-held-display: \(reason)")
+        let printed = objects.first { $0["type"] as? String == "print" }?["lines"] as? [String] ?? []
+        for line in printed { Console.line("calibrate-print| \(line)") }
+        let after = (try? String(contentsOfFile: configPath, encoding: .utf8)) ?? ""
+        record(
+            "with the display held by another program, calibrate says so, goes on from the printed positions, and "
+                + "--print prints the line and the udev rule without touching the file",
+            status == .exited(0) && display?["drm"] is NSNull && reason.contains("holds the display")
+                && printed.contains { $0.hasPrefix("calibration = [") }
+                && printed.contains { $0.contains("ENV{LIBINPUT_CALIBRATION_MATRIX}=") } && before == after
+                ? nil : "\(status), display \(display ?? [:]), printed \(printed), file changed: \(before != after)")
+    }
+
+    /// SIGTERM while a target is shown cancels: exit 1, a `cancelled` line, the file as it was.
+    private func checkCancel() throws(Abort) {
+        let before = (try? String(contentsOfFile: configPath, encoding: .utf8)) ?? ""
+        let (status, objects) = try calibrateOnce([], cancel: true)
+        let cancelled = objects.first { $0["type"] as? String == "cancelled" }
+        let after = (try? String(contentsOfFile: configPath, encoding: .utf8)) ?? ""
+        record(
+            "SIGTERM cancels calibrate: exit 1 and the file untouched",
+            status == .exited(1) && cancelled?["reason"] as? String == "SIGTERM" && before == after
+                ? nil : "\(status), \(cancelled ?? [:]), file changed: \(before != after)")
     }
 
     private func attempt<T>(_ body: () throws(DriverError) -> T) throws(Abort) -> T {
