@@ -153,7 +153,7 @@ struct CalibrationSession {
             say(
                 "calibrating \(panel.summary), "
                     + (entry.map { "device[\($0)] of \(command.options.config)" }
-                        ?? "no [[device]] entry matches it (one will be added)")
+                        ?? "no [[device]] entry matches it" + (command.print ? "" : " (one will be added)"))
                     + ", rotation \(mapper.rotation.rawValue)°, region \(Self.describe(fit.region)) of the "
                     + "\(Configuration.number(configuration.output.width))×"
                     + "\(Configuration.number(configuration.output.height)) output")
