@@ -35,6 +35,9 @@ let package = Package(
         // kept for every key. Replaces TOMLKit, whose toml++ trees were never freed (memory grew on every reload) and
         // which overflowed the stack on deep dotted keys.
         .target(name: "TOML", swiftSettings: strict),
+        // libdrm: `touchd calibrate` draws its targets on the display when no compositor holds it. Only
+        // Sources/TouchDaemon/Calibration/DRMScreen.swift imports it.
+        .systemLibrary(name: "CDRM", pkgConfig: "libdrm", providers: [.apt(["libdrm-dev"])]),
         // signalfd and eventfd, which Swift's Glibc module leaves out.
         .systemLibrary(name: "CLinux"),
         // posix_spawn with its GNU extensions (a new session, closefrom, chdir) and pidfd_open(2), which Swift's Glibc
@@ -54,6 +57,7 @@ let package = Package(
                 "TouchModel",
                 "TOML",
                 "CLibinput",
+                "CDRM",
                 "CLinux",
                 "CProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -58,6 +58,10 @@ struct Options: Equatable {
     var speechQueueSamples = 0
     /// With `speech`: the espeak-ng module's `EspeakAudioChunkSize` (ms).
     var espeakChunkMilliseconds = 40
+    /// `touchd calibrate` on a skewed panel, then the reloaded mapping (ScenarioCalibrate.swift).
+    var calibrate = false
+    /// With `calibrate`: print the target screen (the PPM touchd wrote) gzipped and base64-encoded, for the docs.
+    var printScreenshot = false
     var help = false
 
     static let usage = """
@@ -73,6 +77,7 @@ struct Options: Equatable {
                touchd-e2e --busy-target --touchd PATH [--yield-on-send] [--verbose]
                touchd-e2e --speech --touchd PATH [--speechd-queue SAMPLES] [--espeak-chunk MS] [--verbose]
                touchd-e2e --identify --touchd PATH [--verbose]
+               touchd-e2e --calibrate --touchd PATH [--print-screenshot] [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
                           [--also-touchd PATH] [--floor-reader PATH] [--floor-daemon PATH] [--verbose]
 
@@ -168,6 +173,17 @@ struct Options: Equatable {
                          (default 0, as docs/speech-server.md recommends; the server's own default is 10000)
           --espeak-chunk MS
                          with --speech: the espeak-ng module's EspeakAudioChunkSize (default 40)
+          --calibrate    `touchd calibrate --json` on a panel whose response the driver skews (offset, scale, a small
+                         rotation), with touchd run beside it: the driver touches each target calibrate names (through
+                         the skew), then checks that calibrate's touches never reached touchd run (the panel was
+                         grabbed), that the file kept every other line, and that after a reload (SIGHUP) taps at check
+                         points land within 2 output pixels; then, with the display held by the driver (DRM master,
+                         as a compositor), calibrate --print must calibrate from the printed positions and print the
+                         line and the udev rule without touching the file, and SIGTERM must cancel it (exit 1); draws
+                         on the VM's display with scripts/vm/run --gpu
+          --print-screenshot
+                         with --calibrate: print the target screen calibrate drew (PPM, gzip, base64) between
+                         `screenshot-begin` and `screenshot-end` lines
 
         Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error, 77 when /dev/uinput cannot
         be opened for writing (the test is skipped).
@@ -262,6 +278,8 @@ struct Options: Equatable {
                     throw UsageError("--espeak-chunk takes a whole number of milliseconds from 5 to 2000, not '\(text)'")
                 }
                 options.espeakChunkMilliseconds = milliseconds
+            case "--calibrate": options.calibrate = true
+            case "--print-screenshot": options.printScreenshot = true
             case "-h", "--help": options.help = true
             default: throw UsageError("unknown argument '\(argument)'")
             }
@@ -269,11 +287,12 @@ struct Options: Equatable {
         if [
             options.selfTest, options.withoutTouchscreen, options.systemdUnit && !options.filter && !options.cage,
             options.filter && !options.startupSweep, options.cage, options.compareLibinput, options.startupSweep,
-            options.busyTarget, options.speech, options.identify,
+            options.busyTarget, options.speech, options.identify, options.calibrate,
         ].filter({ $0 }).count > 1 {
             throw UsageError(
                 "--self-test, --without-touchscreen, --systemd-unit, --filter, --cage, --compare-libinput, "
-                    + "--startup-sweep, --busy-target, --speech and --identify are separate runs; give one of them"
+                    + "--startup-sweep, --busy-target, --speech, --identify and --calibrate are separate runs; "
+                    + "give one of them"
             )
         }
         if options.twinSpace, !options.cage || options.systemdUnit {
@@ -294,6 +313,9 @@ struct Options: Equatable {
         }
         if options.floorFilter != nil || options.floorFilterLibinput != nil, !options.filter || options.systemdUnit {
             throw UsageError("--floor-filter and --floor-filter-libinput go with --filter, not under --systemd-unit")
+        }
+        if options.printScreenshot, !options.calibrate {
+            throw UsageError("--print-screenshot goes with --calibrate")
         }
         if arguments.contains("--sweep-rounds"), !options.startupSweep {
             throw UsageError("--sweep-rounds goes with --startup-sweep")

@@ -67,6 +67,14 @@ struct SelfTest {
         results.expect(
             "--identify is a run of its own",
             (try? Options.parse(["--identify", "--filter", "--touchd", "/t"])) == nil)
+            "--calibrate --print-screenshot parses",
+            (try? Options.parse(["--calibrate", "--print-screenshot", "--touchd", "/t"])).map {
+                [$0.calibrate, $0.printScreenshot]
+            }, [true, true])
+        results.expect(
+            "--calibrate is a run of its own, --print-screenshot goes with it",
+            (try? Options.parse(["--calibrate", "--filter", "--touchd", "/t"])) == nil
+                && (try? Options.parse(["--print-screenshot", "--touchd", "/t"])) == nil)
     }
 
     /// Counts and prints self-test verdicts.

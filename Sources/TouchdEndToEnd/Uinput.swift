@@ -272,6 +272,28 @@ final class VirtualTouchscreen {
         return FrameTiming(beforeReport: before, afterReport: after)
     }
 
+    /// A one-finger touch in slot 0 at a position in device units (not pixels: finer than ``write(_:)``'s pixel
+    /// grid), held `hold` before the lift. Multitouch screens only; slot 0 must be free.
+    func touch(deviceX: Int32, deviceY: Int32, hold: Microseconds) throws(DriverError) {
+        guard uinput != nil, kind == .multitouch else { throw DriverError("touch(deviceX:) needs a multitouch screen") }
+        let id = nextTrackingID
+        nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
+        try emit(EV_ABS, ABS_MT_SLOT, 0)
+        try emit(EV_ABS, ABS_MT_TRACKING_ID, id)
+        try emit(EV_ABS, ABS_MT_POSITION_X, deviceX)
+        try emit(EV_ABS, ABS_MT_POSITION_Y, deviceY)
+        try emit(EV_KEY, BTN_TOUCH, 1)
+        try emit(EV_ABS, ABS_X, deviceX)
+        try emit(EV_ABS, ABS_Y, deviceY)
+        try emit(EV_SYN, SYN_REPORT, 0)
+        sleep(microseconds: hold)
+        try emit(EV_ABS, ABS_MT_SLOT, 0)
+        try emit(EV_ABS, ABS_MT_TRACKING_ID, -1)
+        try emit(EV_KEY, BTN_TOUCH, 0)
+        try emit(EV_SYN, SYN_REPORT, 0)
+        if verbose { Console.line("uinput| touch at device (\(deviceX), \(deviceY))") }
+    }
+
     /// Removes the device (an unplug). Safe to call more than once.
     func destroy() {
         if let uinput {

@@ -97,6 +97,17 @@ if options.identify {
     runFinished.store(true, ordering: .relaxed)
     exit(status)
 }
+if options.calibrate {
+    let status: Int32
+    do {
+        status = try CalibrateRun(options: options, touchd: touchd).run()
+    } catch {
+        Console.line("touchd-e2e: cannot set up: \(error)")
+        status = 1
+    }
+    runFinished.store(true, ordering: .relaxed)
+    exit(status)
+}
 if options.filter {
     let status = FilterRun(options: options, touchd: touchd).run()
     runFinished.store(true, ordering: .relaxed)

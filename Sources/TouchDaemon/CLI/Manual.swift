@@ -98,8 +98,8 @@ enum Manual {
             unless
             .B \\-\\-config
             names another file.
-            The commands below check a file, try it on recorded or scripted touches, draw it, run the daemon, identify \
-            the seat's input nodes and talk to a running daemon.
+            The commands below check a file, try it on recorded or scripted touches, draw it, calibrate a panel into \
+            it, run the daemon, identify the seat's input nodes and talk to a running daemon.
             Shell completions: touchd \\-\\-generate\\-completion\\-script bash|zsh|fish.
             .SH COMMANDS
 
@@ -115,14 +115,18 @@ enum Manual {
             .TP
             .B 1
             ctl: touchd refused the request (its error code and message on standard error).
+            calibrate: cancelled (Esc, SIGINT, SIGTERM or \\-\\-timeout); the file was not touched.
             .TP
             .B 64
             The command line is wrong (an unknown option, a missing argument).
+            calibrate: several touchscreens and no \\-\\-device to choose one.
             .TP
             .B 65
             simulate: the touch script or recording is invalid.
             render: the \\-\\-background file is not an image touchd can embed (not a regular file, over 32 MiB, or
             not a PNG, JPEG, GIF or WebP image).
+            calibrate: the fit is refused (an error above \\-\\-max-error-px: a touch slipped; or the touches fix no
+            matrix); nothing was written.
             .TP
             .B 66
             render: the \\-\\-background file cannot be opened or read.
@@ -133,6 +137,8 @@ enum Manual {
             subscribe: fewer than \\-\\-count events came within it).
             identify: udev or libinput cannot be read, or \\-\\-touch saw fewer than \\-\\-count touches within
             \\-\\-timeout.
+            calibrate: the input layer cannot start, the touchscreen cannot be grabbed (another process holds it) or
+            was unplugged.
             .TP
             .B 70
             run: its event loop failed.
@@ -140,9 +146,11 @@ enum Manual {
             .B 71
             run: the operating system refused something touchd needs at start (signal handling, a thread, the input
             loop's epoll instance).
+            calibrate: signal handling cannot be set up.
             .TP
             .B 73
             render: the output file cannot be written.
+            calibrate: the configuration file cannot be written (nothing was changed).
             .TP
             .B 75
             run: another touchd runs on the same seat.
@@ -151,7 +159,8 @@ enum Manual {
             ctl: touchd's answer broke the protocol.
             .TP
             .B 78
-            The configuration is invalid (check, run, simulate, render, identify); ctl: it names no usable socket.
+            The configuration is invalid (check, run, simulate, render, identify, calibrate); ctl: it names no usable \
+            socket. calibrate: the file cannot be edited line by line (device entries written as an inline array).
             run: filter mode is on and touchd cannot create virtual touchscreens (\\fI/dev/uinput\\fR is missing or
             cannot be opened), or systemd passed a control socket touchd cannot use.
             .SH FILES

@@ -28,6 +28,8 @@ final class LibinputContext {
     /// Filter mode with `[filter] grab_siblings`: the sibling pointer nodes grabbed beside each filtered touchscreen,
     /// by its device id. touchd opened each itself (libinput does not read pointers for touchd) and never reads it.
     var siblingGrabs: SmallMap<Int, [SiblingGrab]> = [:]
+    /// `touchd calibrate`: the touchscreens grabbed with no twin, by touchd's device id.
+    var grabbedAlone: SmallMap<Int, OpaquePointer> = [:]
     /// A udev monitor of the input subsystem, for diagnostics only: libinput has its own, but says nothing about a
     /// touchscreen it refuses (fault-cases.md D12), so touchd watches for input devices coming and going and compares
     /// udev's touchscreens with libinput's. Nil when it could not be set up (touch input works the same without it).
@@ -87,6 +89,7 @@ final class LibinputContext {
 
     deinit {
         releaseFilter()
+        releaseGrabs()
         if let monitor { udev_monitor_unref(monitor) }
         for device in devices.keys { libinput_device_unref(device) }
         libinput_unref(libinput)

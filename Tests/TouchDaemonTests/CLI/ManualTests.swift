@@ -78,7 +78,7 @@ struct ManualTests {
     func completions(_ shell: String) throws {
         let run = try TouchdProcess.run(["--generate-completion-script", shell])
         #expect(run.status == 0)
-        for name in ["run", "check", "simulate", "render", "ctl", "monitor"] {
+        for name in ["run", "check", "simulate", "render", "calibrate", "ctl", "monitor"] {
             #expect(run.standardOutput.contains(name), "\(shell): \(name)")
         }
         #expect(!run.standardOutput.contains("generate-manual"))
@@ -96,6 +96,7 @@ struct ManualTests {
         let status = try #require(
             page.components(separatedBy: ".SH EXIT STATUS").last?.components(separatedBy: ".SH ").first)
         #expect(status.contains(".B 66\nrender: the \\-\\-background file cannot be opened or read."))
+        #expect(status.contains("calibrate: the fit is refused (an error above \\-\\-max-error-px"))
         #expect(status.contains("render: the \\-\\-background file is not an image"))
         #expect(status.contains("/dev/uinput"))
     }
