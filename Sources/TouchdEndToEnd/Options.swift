@@ -275,7 +275,8 @@ struct Options: Equatable {
             case "--espeak-chunk":
                 let text = try value(for: argument)
                 guard let milliseconds = Int(text), (5...2_000).contains(milliseconds) else {
-                    throw UsageError("--espeak-chunk takes a whole number of milliseconds from 5 to 2000, not '\(text)'")
+                    throw UsageError(
+                        "--espeak-chunk takes a whole number of milliseconds from 5 to 2000, not '\(text)'")
                 }
                 options.espeakChunkMilliseconds = milliseconds
             case "--calibrate": options.calibrate = true

@@ -67,6 +67,7 @@ struct SelfTest {
         results.expect(
             "--identify is a run of its own",
             (try? Options.parse(["--identify", "--filter", "--touchd", "/t"])) == nil)
+        results.equal(
             "--calibrate --print-screenshot parses",
             (try? Options.parse(["--calibrate", "--print-screenshot", "--touchd", "/t"])).map {
                 [$0.calibrate, $0.printScreenshot]

@@ -121,7 +121,8 @@ struct EndToEndTests {
     static func runSequence(_ label: String, vm: [String], steps: [Step]) async throws {
         let missing = (["qemu-system-x86_64"] + steps.flatMap(\.needs)).filter { !onPath($0) }
         guard missing.isEmpty else {
-            Issue.record("not installed: \(Array(Set(missing)).sorted().joined(separator: ", ")); run scripts/setup first")
+            Issue.record(
+                "not installed: \(Array(Set(missing)).sorted().joined(separator: ", ")); run scripts/setup first")
             return
         }
         let driver = try product("touchd-e2e")
@@ -157,6 +158,9 @@ struct EndToEndTests {
     /// - `touchd identify` (ScenarioIdentify.swift): a uhid panel with a sibling mouse node is listed with its entry
     ///   and its sibling, `--touch` names the panel a tap came from, and filter mode's `grab_siblings` keeps the
     ///   sibling's motion from the compositor.
+    /// - `touchd calibrate` (ScenarioCalibrate.swift): a panel the driver skews is calibrated through the targets
+    ///   calibrate draws on the VM's display; afterwards every check point lands within 2 output pixels, the file
+    ///   keeps its comments, and a reload applies it.
     /// - A panel that appears while touchd starts (ScenarioStartup.swift): created 0, 50, 100, 200, 300, 500, 800
     ///   and 1200 ms after `touchd run`, three rounds each; both taps of every round must reach the socket target.
     /// - Filter mode under a real compositor and client (ScenarioCage.swift): cage, which ignores libinput's touch
@@ -165,7 +169,7 @@ struct EndToEndTests {
     /// - `[filter] twin_space` under cage (ScenarioCageTwinSpace.swift): with cage turned to portrait and
     ///   `twin_space = "output"`, wev gets each tap where touchd's controls saw it.
     @Test(
-        "touchd-e2e's checks in one guest: latency, filter mode, the default run, busy target, identify, start-up, cage",
+        "touchd-e2e's checks in one guest: latency, filter, default, busy target, identify, calibrate, start-up, cage",
         .timeLimit(.minutes(60)))
     func checksInOneGuest() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -179,7 +183,7 @@ struct EndToEndTests {
             filter += ["--floor-filter-libinput", floors.appendingPathComponent("floor-filter-libinput").path]
         }
         // Each step's own bound, in the guest's seconds, as when each had a guest of its own.
-        let timeout = (300 + rounds * 40) + 600 + 900 + 240 + 300 + 600 + 600 + 600
+        let timeout = (300 + rounds * 40) + 600 + 900 + 240 + 300 + 300 + 600 + 600 + 600
         try await Self.runSequence(
             "touchd-e2e in one guest", vm: ["--gpu", "--timeout", "\(timeout)"],
             steps: [
@@ -188,6 +192,7 @@ struct EndToEndTests {
                 Step(driver: []),
                 Step(driver: ["--busy-target"]),
                 Step(driver: ["--identify"]),
+                Step(driver: ["--calibrate"]),
                 Step(driver: ["--startup-sweep"]),
                 Step(driver: ["--cage"], needs: ["cage", "wev"]),
                 Step(driver: ["--cage", "--twin-space"], needs: ["cage", "wev"]),
