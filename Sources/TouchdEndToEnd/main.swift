@@ -38,25 +38,11 @@ if !options.withoutTouchscreen, let reason = VirtualTouchscreen.unavailableReaso
     Console.line("touchd-e2e: SKIP: \(reason)")
     exit(77)
 }
-if options.cage && options.twinSpace {
-    let status = CageTwinSpaceRun(options: options, touchd: touchd).run()
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
-if options.cage {
-    let status = CageRun(options: options, touchd: touchd).run()
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
-if options.compareLibinput {
-    let status = LatencyComparison(options: options, touchd: touchd).run()
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
-if options.startupSweep {
+/// Ends a run of one mode: its status, or 1 when it could not be set up, once the run is marked finished.
+func finish(_ run: () throws -> Int32) -> Never {
     let status: Int32
     do {
-        status = try StartupSweep(options: options, touchd: touchd).run()
+        status = try run()
     } catch {
         Console.line("touchd-e2e: cannot set up: \(error)")
         status = 1
@@ -64,60 +50,17 @@ if options.startupSweep {
     runFinished.store(true, ordering: .relaxed)
     exit(status)
 }
-if options.busyTarget {
-    let status: Int32
-    do {
-        status = try BusyTargetRun(options: options, touchd: touchd).run()
-    } catch {
-        Console.line("touchd-e2e: cannot set up: \(error)")
-        status = 1
-    }
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
-if options.speech {
-    let status: Int32
-    do {
-        status = try SpeechRun(options: options, touchd: touchd).run()
-    } catch {
-        Console.line("touchd-e2e: cannot set up: \(error)")
-        status = 1
-    }
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
-if options.identify {
-    let status: Int32
-    do {
-        status = try IdentifyRun(options: options, touchd: touchd).run()
-    } catch {
-        Console.line("touchd-e2e: cannot set up: \(error)")
-        status = 1
-    }
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
-if options.calibrate {
-    let status: Int32
-    do {
-        status = try CalibrateRun(options: options, touchd: touchd).run()
-    } catch {
-        Console.line("touchd-e2e: cannot set up: \(error)")
-        status = 1
-    }
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
-if options.filter {
-    let status = FilterRun(options: options, touchd: touchd).run()
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
-if options.systemdUnit {
-    let status = SystemdUnitRun(options: options, touchd: touchd).run()
-    runFinished.store(true, ordering: .relaxed)
-    exit(status)
-}
+
+if options.cage && options.twinSpace { finish { CageTwinSpaceRun(options: options, touchd: touchd).run() } }
+if options.cage { finish { CageRun(options: options, touchd: touchd).run() } }
+if options.compareLibinput { finish { LatencyComparison(options: options, touchd: touchd).run() } }
+if options.startupSweep { finish { try StartupSweep(options: options, touchd: touchd).run() } }
+if options.busyTarget { finish { try BusyTargetRun(options: options, touchd: touchd).run() } }
+if options.speech { finish { try SpeechRun(options: options, touchd: touchd).run() } }
+if options.identify { finish { try IdentifyRun(options: options, touchd: touchd).run() } }
+if options.calibrate { finish { try CalibrateRun(options: options, touchd: touchd).run() } }
+if options.filter { finish { FilterRun(options: options, touchd: touchd).run() } }
+if options.systemdUnit { finish { SystemdUnitRun(options: options, touchd: touchd).run() } }
 let scenario: Scenario
 do {
     scenario = try Scenario(options: options)

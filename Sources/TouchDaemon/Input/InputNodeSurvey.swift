@@ -8,23 +8,11 @@ enum InputNodeSurvey {
     static func scan(seat: String) -> [InputNode]? {
         guard let udev = udev_new() else { return nil }
         defer { udev_unref(udev) }
-        guard let enumerate = udev_enumerate_new(udev) else { return nil }
-        defer { udev_enumerate_unref(enumerate) }
-        udev_enumerate_add_match_subsystem(enumerate, "input")
-        udev_enumerate_add_match_sysname(enumerate, "event*")
-        guard udev_enumerate_scan_devices(enumerate) == 0 else { return nil }
         var nodes: [InputNode] = []
-        var entry = udev_enumerate_get_list_entry(enumerate)
-        while let current = entry {
-            entry = udev_list_entry_get_next(current)
-            guard let syspath = udev_list_entry_get_name(current),
-                let device = udev_device_new_from_syspath(udev, syspath)
-            else { continue }
-            defer { udev_device_unref(device) }
-            let deviceSeat = property(device, "ID_SEAT") ?? "seat0"
-            guard deviceSeat == seat, let node = describe(device) else { continue }
-            nodes.append(node)
+        let read = UdevEventNodes.forEach(udev: udev, seat: seat) { device in
+            if let node = describe(device) { nodes.append(node) }
         }
+        guard read else { return nil }
         return nodes.sorted { order($0.sysname) < order($1.sysname) }
     }
 

@@ -121,29 +121,16 @@ final class LibinputContext {
     /// not take as one: refused outright (axes with min == max, X without Y, …; libinput logs why) or added without
     /// touch capability. Enumerates udev's database: call it when the devices changed, not per event.
     func unusableTouchscreens() -> [UnusableTouchscreen] {
-        guard let enumerate = udev_enumerate_new(udev) else { return [] }
-        defer { udev_enumerate_unref(enumerate) }
-        udev_enumerate_add_match_subsystem(enumerate, "input")
-        udev_enumerate_add_match_property(enumerate, "ID_INPUT_TOUCHSCREEN", "1")
-        udev_enumerate_add_match_sysname(enumerate, "event*")
-        guard udev_enumerate_scan_devices(enumerate) == 0 else { return [] }
         let known = Dictionary(devices.values.map { ($0.sysname, $0) }, uniquingKeysWith: { first, _ in first })
         var result: [UnusableTouchscreen] = []
-        var entry = udev_enumerate_get_list_entry(enumerate)
-        while let current = entry {
-            entry = udev_list_entry_get_next(current)
-            guard let syspath = udev_list_entry_get_name(current),
-                let device = udev_device_new_from_syspath(udev, syspath)
-            else { continue }
-            defer { udev_device_unref(device) }
-            let deviceSeat = udev_device_get_property_value(device, "ID_SEAT").map { String(cString: $0) } ?? "seat0"
-            guard deviceSeat == seat, let sysnamePointer = udev_device_get_sysname(device) else { continue }
+        UdevEventNodes.forEach(udev: udev, seat: seat, withProperty: "ID_INPUT_TOUCHSCREEN") { device in
+            guard let sysnamePointer = udev_device_get_sysname(device) else { return }
             let sysname = String(cString: sysnamePointer)
             // touchd's own twins are touchscreens libinput in touchd never opens, on purpose.
-            if let node = udev_device_get_devnode(device), nodes.twins.contains(String(cString: node)) { continue }
+            if let node = udev_device_get_devnode(device), nodes.twins.contains(String(cString: node)) { return }
             let reason: String
             if let info = known[sysname] {
-                guard !info.isTouchscreen else { continue }
+                guard !info.isTouchscreen else { return }
                 reason = "libinput does not see a touchscreen in it (no usable touch axes)"
             } else {
                 reason = "libinput refused it (its log says why; `libinput record` shows the axes)"
