@@ -58,6 +58,9 @@ struct Options: Equatable {
     var speechQueueSamples = 0
     /// With `speech`: the espeak-ng module's `EspeakAudioChunkSize` (ms).
     var espeakChunkMilliseconds = 40
+    /// With `speech`: speech-dispatcher's output-module log and the module's debug log, and per CANCEL what the server
+    /// did until playback stopped.
+    var speechdTrace = false
     /// `touchd calibrate` on a skewed panel, then the reloaded mapping (ScenarioCalibrate.swift).
     var calibrate = false
     /// With `calibrate`: print the target screen (the PPM touchd wrote) gzipped and base64-encoded, for the docs.
@@ -75,7 +78,8 @@ struct Options: Equatable {
                touchd-e2e --cage --twin-space --touchd PATH [--verbose]
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
                touchd-e2e --busy-target --touchd PATH [--yield-on-send] [--verbose]
-               touchd-e2e --speech --touchd PATH [--speechd-queue SAMPLES] [--espeak-chunk MS] [--verbose]
+               touchd-e2e --speech --touchd PATH [--speechd-queue SAMPLES] [--espeak-chunk MS] [--speechd-trace]
+                                  [--verbose]
                touchd-e2e --identify --touchd PATH [--verbose]
                touchd-e2e --calibrate --touchd PATH [--print-screenshot] [--verbose]
                touchd-e2e --compare-libinput --touchd PATH [--rounds N] [--taps N] [--max-ratio R]
@@ -172,7 +176,14 @@ struct Options: Equatable {
                          with --speech: speech-dispatcher's MaxQueueSize, the audio it queues ahead of playback
                          (default 0, as docs/speech-server.md recommends; the server's own default is 10000)
           --espeak-chunk MS
-                         with --speech: the espeak-ng module's EspeakAudioChunkSize (default 40)
+                         with --speech: the espeak-ng module's EspeakAudioChunkSize (default 40; Debian 12's
+                         espeak-ng raises anything below 49 to 49)
+          --speechd-trace
+                         with --speech: speech-dispatcher logs what it reads from the module (CustomLogFile
+                         "output_module") and the module logs its steps (Debug 1); then, per CANCEL that found the
+                         module still synthesizing, when the module read STOP, how many chunks of its audio the server
+                         read and discarded before the module's 703, and when the server stopped playback (the
+                         logging slows the module: for the breakdown, not for the figures)
           --calibrate    `touchd calibrate --json` on a panel whose response the driver skews (offset, scale, a small
                          rotation), with touchd run beside it: the driver touches each target calibrate names (through
                          the skew), then checks that calibrate's touches never reached touchd run (the panel was
@@ -268,10 +279,12 @@ struct Options: Equatable {
             case "--speech": options.speech = true
             case "--speechd-queue":
                 let text = try value(for: argument)
-                guard let samples = Int(text), (0...100_000).contains(samples) else {
-                    throw UsageError("--speechd-queue takes a whole number of samples from 0 to 100000, not '\(text)'")
+                guard let samples = Int(text), (0...10_000_000).contains(samples) else {
+                    throw UsageError(
+                        "--speechd-queue takes a whole number of samples from 0 to 10000000, not '\(text)'")
                 }
                 options.speechQueueSamples = samples
+            case "--speechd-trace": options.speechdTrace = true
             case "--espeak-chunk":
                 let text = try value(for: argument)
                 guard let milliseconds = Int(text), (5...2_000).contains(milliseconds) else {
@@ -314,6 +327,10 @@ struct Options: Equatable {
         }
         if options.floorFilter != nil || options.floorFilterLibinput != nil, !options.filter || options.systemdUnit {
             throw UsageError("--floor-filter and --floor-filter-libinput go with --filter, not under --systemd-unit")
+        }
+        let speechOptions = ["--speechd-queue", "--espeak-chunk", "--speechd-trace"].filter(arguments.contains)
+        if !options.speech, !speechOptions.isEmpty {
+            throw UsageError("--speechd-queue, --espeak-chunk and --speechd-trace go with --speech")
         }
         if options.printScreenshot, !options.calibrate {
             throw UsageError("--print-screenshot goes with --calibrate")

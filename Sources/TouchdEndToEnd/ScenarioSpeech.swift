@@ -53,6 +53,11 @@ final class SpeechRun {
             }
         }
         server?.killAndReap()
+        if options.speechdTrace {
+            figures += SpeechdTrace.report(
+                server: scratch.file("log/speech-dispatcher.log"), outputModule: scratch.file("log/output-module.log"),
+                module: scratch.file("log/espeak-ng.log"))
+        }
         for figure in figures { Console.line("speech: \(figure)") }
         for figure in touches?.figures ?? [] { Console.line(figure) }
         for (name, failure) in results { Console.line(failure.map { "FAIL \(name): \($0)" } ?? "PASS \(name)") }
@@ -84,7 +89,7 @@ final class SpeechRun {
                 throw DriverError("mkdir \(directory): \(describe(errno: errno))")
             }
         }
-        let configuration = """
+        var configuration = """
             # Written by touchd-e2e --speech: ALSA's loopback card, espeak-ng only.
             AudioOutputMethod "alsa"
             AudioALSADevice "plughw:Loopback,0,0"
@@ -96,9 +101,12 @@ final class SpeechRun {
             MaxQueueSize \(options.speechQueueSamples)
             LogLevel 4
             """
-        // The module hands the audio to the server in chunks (Debian's default: 300 ms), and the server plays what it
-        // queued until the module confirms a CANCEL: small chunks and MaxQueueSize 0, as docs/speech-server.md
-        // recommends, keep a canceled word short.
+        if options.speechdTrace {
+            configuration += "\nCustomLogFile \"output_module\" \"\(scratch.file("log/output-module.log"))\"\n"
+        }
+        // The module hands the audio to the server in chunks (Debian's default: 300 ms; its espeak-ng makes anything
+        // below 49 ms 49 ms), and the server plays what it queued until it reads the module's 703 after a CANCEL:
+        // small chunks and MaxQueueSize 0, as docs/speech-server.md recommends, keep a canceled word short.
         let module = (try? String(contentsOfFile: "/etc/speech-dispatcher/modules/espeak-ng.conf", encoding: .utf8))
             .map { text in
                 text.split(separator: "\n", omittingEmptySubsequences: false)
@@ -106,7 +114,7 @@ final class SpeechRun {
                         $0.hasPrefix("EspeakAudioChunkSize")
                             ? "EspeakAudioChunkSize \(options.espeakChunkMilliseconds)" : String($0)
                     }
-                    .joined(separator: "\n")
+                    .joined(separator: "\n") + (options.speechdTrace ? "\nDebug 1\n" : "")
             }
         guard
             FileManager.default.createFile(
@@ -276,16 +284,38 @@ final class SpeechRun {
             return
         }
         let lines = log.split(separator: "\n")
-        for marker in ["Buffer size on ALSA device", "Period size on ALSA device"] {
-            if let line = lines.first(where: { $0.contains(marker) }) {
-                figures.append("speechd: " + String(line.drop { $0 != "]" }.dropFirst()).trimmingCharacters(in: .whitespaces))
-            }
-        }
+        figures.append(Self.loopbackPlayback())
         let direct = lines.filter { $0.contains("module is already done, stop speak_queue directly") }.count
         let flushed = lines.filter { $0.contains("stopping speak_queue") }.count
         figures.append(
             "speechd stops: \(direct) with synthesis done (queue stopped at once), \(flushed) while synthesizing "
                 + "(queued audio plays until the module confirms)")
+    }
+
+    /// The server's side of the loopback as the kernel has it (after plughw's conversion to the cable's 48 kHz
+    /// stereo). speech-dispatcher 0.11.4 does not pass its log level to its ALSA backend, so alsa.c's own "Buffer
+    /// size" and "Period size" lines never reach its log. After each chunk the server waits until two periods are left
+    /// in the device before it writes the next (alsa.c: alsa_drain_overlap), and the device plays on what it holds
+    /// until the server drops it.
+    static func loopbackPlayback() -> String {
+        guard let text = try? String(contentsOfFile: "/proc/asound/Loopback/pcm0p/sub0/hw_params", encoding: .utf8)
+        else { return "loopback playback: no /proc/asound/Loopback/pcm0p/sub0/hw_params" }
+        var fields: [String: Int] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, let word = parts[1].split(separator: " ").first, let value = Int(word) else {
+                continue
+            }
+            fields[String(parts[0])] = value
+        }
+        guard let rate = fields["rate"], let period = fields["period_size"], let buffer = fields["buffer_size"],
+            rate > 0
+        else { return "loopback playback: \(text.split(separator: "\n").joined(separator: ", "))" }
+        return String(
+            format: "loopback playback (speech-dispatcher's device): %d Hz, period %d frames (%.1f ms), buffer %d "
+                + "frames (%.0f ms); between chunks the server leaves 2 periods (%.1f ms) in it", rate, period,
+            Double(period) * 1000 / Double(rate), buffer, Double(buffer) * 1000 / Double(rate),
+            Double(2 * period) * 1000 / Double(rate))
     }
 
     private func analyse(

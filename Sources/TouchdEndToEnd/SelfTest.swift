@@ -63,6 +63,14 @@ struct SelfTest {
             "--speech is a run of its own",
             (try? Options.parse(["--speech", "--busy-target", "--touchd", "/t"])) == nil)
         results.equal(
+            "--speechd-trace goes with --speech",
+            (try? Options.parse(["--speech", "--speechd-trace", "--touchd", "/t"]))?.speechdTrace, true)
+        results.expect(
+            "--speechd-trace and --speechd-queue need --speech",
+            (try? Options.parse(["--speechd-trace", "--touchd", "/t"])) == nil
+                && (try? Options.parse(["--speechd-queue", "0", "--touchd", "/t"])) == nil)
+        speechdTrace(results)
+        results.equal(
             "--identify parses", (try? Options.parse(["--identify", "--touchd", "/t"]))?.identify, true)
         results.expect(
             "--identify is a run of its own",
@@ -76,6 +84,49 @@ struct SelfTest {
             "--calibrate is a run of its own, --print-screenshot goes with it",
             (try? Options.parse(["--calibrate", "--filter", "--touchd", "/t"])) == nil
                 && (try? Options.parse(["--print-screenshot", "--touchd", "/t"])) == nil)
+    }
+
+    /// `--speechd-trace`: the times of the server's and the module's log lines, and one CANCEL of each kind.
+    func speechdTrace(_ results: Results) {
+        let server = SpeechdTrace.time(of: "[Wed Dec  2 14:28:34 2026 : 702182] speechd:    stopping speak_queue")
+        results.expect(
+            "speechd trace: the server's log time", abs((server ?? 0) - 52_114.702182) < 1e-6, "\(server ?? -1)")
+        let module = SpeechdTrace.time(of: " Wed Dec  2 14:28:24 2026 [946135]: Espeak-ng: module_stop().")
+        results.expect(
+            "speechd trace: the module's log time", abs((module ?? 0) - 52_104.946135) < 1e-6, "\(module ?? -1)")
+        let base = "/tmp/touchd-e2e-selftest-\(getpid())"
+        let logs = [
+            (
+                "server",
+                "[Wed Dec  2 10:00:00 2026 : 100000] speechd:    stopping speak_queue\n"
+                    + "[Wed Dec  2 10:00:00 2026 : 300000] speechd:    speak_queue Stop or pause.\n"
+                    + "[Wed Dec  2 10:00:01 2026 : 0] speechd:    module is already done, stop speak_queue directly\n"
+                    + "[Wed Dec  2 10:00:01 2026 : 2000] speechd:    speak_queue Stop or pause.\n"
+            ),
+            (
+                "output",
+                "[Wed Dec  2 10:00:00 2026 : 150000] speechd: Discarding audio still coming from the synth\n"
+                    + "[Wed Dec  2 10:00:00 2026 : 250000] speechd: Discarding audio still coming from the synth\n"
+                    + "[Wed Dec  2 10:00:00 2026 : 400000] speechd: Discarding audio still coming from the synth\n"
+            ),
+            ("module", " Wed Dec  2 10:00:00 2026 [110000]: Espeak-ng: module_stop().\n"),
+        ]
+        for (name, text) in logs {
+            guard let file = fopen("\(base).\(name)", "w") else { continue }
+            fputs(text, file)
+            fclose(file)
+        }
+        defer { for (name, _) in logs { unlink("\(base).\(name)") } }
+        let report = SpeechdTrace.report(
+            server: "\(base).server", outputModule: "\(base).output", module: "\(base).module")
+        results.equal(
+            "speechd trace: a CANCEL while synthesizing, one after the end",
+            Array(report.prefix(2)),
+            [
+                "trace: CANCEL while the module synthesized: the module read STOP +10 ms; the server read and "
+                    + "discarded 2 chunks of its audio, then stopped playback +200 ms",
+                "trace: CANCEL after the module's END: playback stopped at once (stop thread +2 ms)",
+            ])
     }
 
     /// Counts and prints self-test verdicts.
