@@ -52,6 +52,8 @@ final class CageTwinSpaceRun {
     private var daemon: Daemon?
     private var seatd: Daemon?
     private var cage: Daemon?
+    /// How many `-r` the running cage got.
+    private var cageTurns = 0
     private var panels: [VirtualTouchscreen] = []
     private var results: [(name: String, failure: String?)] = []
 
@@ -106,7 +108,8 @@ final class CageTwinSpaceRun {
         wrong.twinSpace = "device"
         wrong.clientPoint = { x, y in (x / 1280 * 800, y / 800 * 1280) }
         wrong.reloadTo = "output"
-        return [portrait, calibrated, udev, two, device, wrong]
+        // The cases under a turned cage first, one after the other, so that they share one cage.
+        return [portrait, calibrated, udev, two, wrong, device]
     }
 
     func config(_ run: Case) -> String {
@@ -144,18 +147,22 @@ final class CageTwinSpaceRun {
                     try start(run)
                     try check(run)
                     if let space = run.reloadTo { try reload(run, to: space) }
+                    stop()
                 } catch {
                     results.append((run.name, "stopped: \(error.reason)"))
                     daemon?.printTail(30)
                     Console.line("--- cage and wev (last 30 lines) ---")
                     for line in cage?.tail(30) ?? [] { Console.line("cage| \(line)") }
+                    // The next case starts a cage of its own rather than one that may be wedged.
+                    stop()
+                    stopCage()
                 }
-                stop()
             }
         } catch {
             results.append(("setting up", "stopped: \(error.reason)"))
         }
         stop()
+        stopCage()
         seatd?.killAndReap()
         target.stop()
         let failed = results.filter { $0.failure != nil }
@@ -191,7 +198,6 @@ final class CageTwinSpaceRun {
 
     static let runtime = "/tmp/touchd-e2e-xdg"
 
-    /// The panels, then touchd (which grabs them and makes their twins), then cage with wev: cage reads the twins.
     static let udevRule = "/run/udev/rules.d/99-touchd-e2e-twin-space.rules"
 
     /// Writes (or, with nil, removes) the udev rule that gives the panels `matrix`, and has udev read its rules again.
@@ -208,6 +214,8 @@ final class CageTwinSpaceRun {
         try tool(["/bin/udevadm", "control", "--reload"])
     }
 
+    /// The panels, then touchd (which grabs them and makes their twins), then cage with wev unless one with the case's
+    /// turns runs already (cage adds the new twins as they come, as it would a replugged panel): cage reads the twins.
     private func start(_ run: Case) throws(Abort) {
         if let matrix = run.udevMatrix { try udevMatrix(matrix, for: run.panels) }
         for name in run.panels {
@@ -241,6 +249,16 @@ final class CageTwinSpaceRun {
                 "touchd did not filter the panels: \(daemon?.tail(20) ?? []); its threads: \(threadStates(daemon?.pid))"
             )
         }
+        if cage != nil, cageTurns != run.cageTurns { stopCage() }
+        if cage == nil { try startCage(turns: run.cageTurns) }
+        // cage adds a touchscreen on its first event and wev binds wl_touch after the capability: tap each panel
+        // until wev gets a touch from it.
+        for panel in panels { try warmUp(panel) }
+    }
+
+    /// cage, turned `turns` times (`-r`), with wev as its client.
+    private func startCage(turns: Int) throws(Abort) {
+        cageTurns = turns
         cage = try attempt { () throws(DriverError) in
             try Daemon(
                 executable: "/usr/bin/setpriv",
@@ -248,15 +266,17 @@ final class CageTwinSpaceRun {
                     "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env",
                     "XDG_RUNTIME_DIR=\(Self.runtime)", "WLR_BACKENDS=drm,libinput", "WLR_RENDERER=pixman",
                     "LIBSEAT_BACKEND=seatd", "/usr/bin/cage", "-d",
-                ] + Array(repeating: "-r", count: run.cageTurns) + ["--", "/usr/bin/stdbuf", "-oL", "/usr/bin/wev"],
+                ] + Array(repeating: "-r", count: turns) + ["--", "/usr/bin/stdbuf", "-oL", "/usr/bin/wev"],
                 environment: [:], removing: Scenario.scrubbedEnvironment,
                 echoPrefix: options.verbose ? "cage| " : nil, published: false)
         }
         guard poll(until: monotonicNow() + 30_000_000, { cage?.output.first(from: 0) { $0.contains("wl_") } }) != nil
         else { throw Abort("wev printed nothing under cage within 30 s: \(cage?.tail(20) ?? [])") }
-        // cage adds a touchscreen on its first event and wev binds wl_touch after the capability: tap each panel
-        // until wev gets a touch from it.
-        for panel in panels { try warmUp(panel) }
+    }
+
+    private func stopCage() {
+        cage?.killAndReap()
+        cage = nil
     }
 
     /// Rewrites the configuration with `twin_space = space`, reloads touchd with SIGHUP and checks the taps again
@@ -292,10 +312,9 @@ final class CageTwinSpaceRun {
         return listed.output.joined(separator: "; ")
     }
 
+    /// Ends a case: touchd and the panels go (their twins with them); cage stays for the next case.
     private func stop() {
         if access(Self.udevRule, F_OK) == 0 { try? udevMatrix(nil, for: []) }
-        cage?.killAndReap()
-        cage = nil
         daemon?.killAndReap()
         daemon = nil
         for panel in panels { panel.destroy() }

@@ -2,8 +2,15 @@ import Glibc
 import Logging
 import Synchronization
 
-/// The SSIP client's thread: one connection to the speech server, its handshake, and the exchanges of each command,
-/// one at a time. See ``SpeechClient`` for the rules; this is how they are kept.
+/// The SSIP client's thread: one connection to the speech server, its handshake, and the exchanges of each command.
+/// See ``SpeechClient`` for the rules; this is how they are kept.
+///
+/// Commands are pipelined: one is written while earlier ones still await their replies, which come back in order
+/// (speech-dispatcher reads its clients one line at a time, `server.c`'s `serve()`). So a touch's `CANCEL` and the
+/// next label's `SPEAK` leave touchd together, without a round trip between them. Two exchanges wait for every reply
+/// before them: `SPEAK`, after which the server reads the next lines as text once it answered `230` (so nothing may
+/// follow it before that answer, and its text only after a `230`), and the handshake and `QUIT`, whose answers
+/// decide what comes next.
 final class SpeechClientLoop: WorkerLoop {
     final class Context: Sendable {
         let core: WakeableLoop<SpeechCore.State>
@@ -73,15 +80,21 @@ final class SpeechClientLoop: WorkerLoop {
         var endMark: UInt64? = nil
     }
 
+    /// An exchange written whole, and when its reply is due.
+    struct Awaited {
+        var exchange: Exchange
+        var deadline: UInt64
+    }
+
     /// The connection and what it has set on the server, which SSIP keeps per connection.
     final class Session {
         let socket: Int32
         var reader = SSIP.Reader()
-        /// The exchange being written or awaiting its reply.
-        var current: Exchange?
+        /// The exchange being written (a send that would block leaves the rest for POLLOUT).
+        var outgoing: Exchange?
         var written = 0
-        /// When the current exchange's reply is due (set once it is written whole).
-        var replyDeadline: UInt64?
+        /// The exchanges written whole, oldest first, awaiting their replies in that order.
+        var awaited: [Awaited] = []
         /// The rest of the current command's exchanges (a `SPEAK`'s text after its `230`, ...).
         var plan: [Exchange] = []
         var handshaken = false
@@ -98,7 +111,10 @@ final class SpeechClientLoop: WorkerLoop {
 
         init(socket: Int32) { self.socket = socket }
 
-        var isIdle: Bool { current == nil && plan.isEmpty }
+        var isIdle: Bool { outgoing == nil && awaited.isEmpty && plan.isEmpty }
+
+        /// When the oldest reply is due.
+        var replyDeadline: UInt64? { awaited.first?.deadline }
     }
 
     enum Connection {
@@ -154,10 +170,10 @@ final class SpeechClientLoop: WorkerLoop {
         case .connecting(_, let deadline):
             if now >= deadline { lose(now: now, reason: "connect failed: \(UnixSocket.describe(ETIMEDOUT))") }
         case .connected(let session):
-            if let due = session.replyDeadline, now >= due, let current = session.current {
+            if let oldest = session.awaited.first, now >= oldest.deadline {
                 lose(
                     now: now,
-                    reason: "no answer to \(current.purpose.name) within \(options.replyTimeout / 1000) ms")
+                    reason: "no answer to \(oldest.exchange.purpose.name) within \(options.replyTimeout / 1000) ms")
             } else {
                 advance(session, now: now)
             }
@@ -213,37 +229,53 @@ final class SpeechClientLoop: WorkerLoop {
 
     // MARK: - Exchanges
 
-    /// Writes what is due: the rest of the current exchange, else the next of the plan, else the next command's.
+    /// Writes what is due: the rest of the exchange being written, then the next ones of the plan and of the queued
+    /// commands, as long as none of them has to wait for the replies before it (see the type's comment).
     private func advance(_ session: Session, now: UInt64) {
         while true {
-            if session.current == nil {
-                guard let next = nextExchange(session) else { return }
-                session.current = next
+            if session.outgoing == nil {
+                guard mayWriteNext(session), let next = nextExchange(session) else { return }
+                session.outgoing = next
                 session.written = 0
-                session.replyDeadline = nil
             }
-            guard session.replyDeadline == nil, let current = session.current else { return }
+            guard let outgoing = session.outgoing else { return }
             // The time a SPEAK or CANCEL leaves touchd: taken before the send, so the server receives it after.
-            let sendingAt = current.purpose == .speak || current.purpose == .cancel ? clock() : now
-            switch UnixSocket.send(session.socket, current.bytes, from: session.written) {
+            let sendingAt = outgoing.purpose == .speak || outgoing.purpose == .cancel ? clock() : now
+            switch UnixSocket.send(session.socket, outgoing.bytes, from: session.written) {
             case .sent(let count):
                 session.written += count
-                guard session.written == current.bytes.count else { continue }
-                session.replyDeadline = now.saturatingSum(options.replyTimeout)
-                switch current.purpose {
+                guard session.written == outgoing.bytes.count else { continue }
+                session.outgoing = nil
+                session.written = 0
+                session.awaited.append(Awaited(exchange: outgoing, deadline: now.saturatingSum(options.replyTimeout)))
+                switch outgoing.purpose {
                 case .speak: report(.speakSent(at: sendingAt))
                 case .cancel:
                     core.state.withLock { $0.statistics.canceled.saturatingAdd(1) }
                     report(.cancelSent(at: sendingAt))
                 default: break
                 }
-                return
             case .wouldBlock:
                 return  // POLLOUT resumes it
             case .failed(let error):
                 lose(now: now, reason: "send failed: \(UnixSocket.describe(error))", errno: error)
                 return
             }
+        }
+    }
+
+    /// Whether the next exchange may be written while earlier ones await their replies: never behind a `SPEAK` (the
+    /// server reads what follows it as text), and the text, the handshake and `QUIT` only once every reply is in.
+    private func mayWriteNext(_ session: Session) -> Bool {
+        if session.awaited.isEmpty { return true }
+        if session.awaited.contains(where: { $0.exchange.purpose == .speak }) { return false }
+        guard let next = session.plan.first else {
+            // A queued command's first exchange: a priority, a language, SPEAK, CANCEL, PAUSE, RESUME or SOUND_ICON.
+            return session.handshaken
+        }
+        switch next.purpose {
+        case .text, .clientName, .notification, .quit: return false
+        case .priority, .language, .speak, .cancel, .pause, .resume, .soundIcon: return true
         }
     }
 
@@ -308,15 +340,13 @@ final class SpeechClientLoop: WorkerLoop {
         }
     }
 
-    /// A reply to the current exchange.
+    /// The reply to the oldest exchange awaiting one.
     private func answer(_ reply: SSIP.Reply, session: Session, now: UInt64) {
-        guard let current = session.current, session.replyDeadline != nil else {
+        guard !session.awaited.isEmpty else {
             noteProtocol(now: now, "speech server sent a reply nobody asked for: \(safe(reply.summary))")
             return
         }
-        session.current = nil
-        session.written = 0
-        session.replyDeadline = nil
+        let current = session.awaited.removeFirst().exchange
         let ok = reply.kind == .success
         if !ok {
             core.state.withLock { $0.statistics.refused.saturatingAdd(1) }
@@ -367,7 +397,7 @@ final class SpeechClientLoop: WorkerLoop {
             set.append(pollfd(fd: socket, events: Int16(POLLOUT), revents: 0))
         case .connected(let session):
             var events = Int32(POLLIN)
-            if session.current != nil, session.replyDeadline == nil { events |= Int32(POLLOUT) }
+            if session.outgoing != nil { events |= Int32(POLLOUT) }
             set.append(pollfd(fd: session.socket, events: Int16(events), revents: 0))
         }
     }
@@ -468,10 +498,10 @@ final class SpeechClientLoop: WorkerLoop {
         case .connecting(let socket, _): close(socket)
         case .connected(let session):
             close(session.socket)
-            if !session.plan.isEmpty || session.current != nil {
-                let unsent = session.plan.contains { $0.purpose == .text } || session.current?.purpose == .text
-                if unsent { core.state.withLock { $0.statistics.dropped.saturatingAdd(1) } }
-            }
+            let unqueued =
+                session.plan.contains { $0.purpose == .text } || session.outgoing?.purpose == .text
+                || session.awaited.contains { $0.exchange.purpose == .text }
+            if unqueued { core.state.withLock { $0.statistics.dropped.saturatingAdd(1) } }
         case .disconnected: break
         }
         failed(now: now, reason: reason, errno: errno)

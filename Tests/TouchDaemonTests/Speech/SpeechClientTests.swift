@@ -134,6 +134,32 @@ struct SpeechClientTests {
         #expect(await eventually { fixture.reports.cancelTimes.count == 1 })
     }
 
+    @Test func aCancelAndTheNextSpeakLeaveTogetherWithoutWaitingForTheCancelsReply() async throws {
+        let fixture = try Fixture()
+        defer { fixture.tearDown() }
+        let client = try await fixture.connectedClient()
+        defer { client.stop(withinMicroseconds: 0) }
+
+        // A server slow to answer CANCEL: the SPEAK behind it goes out anyway, and its text only after its 230.
+        fixture.server.holdReplies(from: "CANCEL")
+        client.submit(.cancel)
+        client.submit(.speak(Utterance(text: "Pay", priority: .text, language: nil)))
+        #expect(await eventually { fixture.server.texts.last == "SPEAK" })
+        #expect(fixture.server.texts.dropFirst(2) == ["CANCEL self", "SET SELF PRIORITY text", "SPEAK"])
+        // Nothing follows an unanswered SPEAK: the server would read it as text.
+        client.submit(.pause)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(fixture.server.texts.last == "SPEAK")
+        #expect(client.statistics.spoken == 0)
+
+        fixture.server.releaseReplies()
+        #expect(await eventually { client.statistics.spoken == 1 })
+        #expect(await eventually { fixture.server.texts.last == "PAUSE self" })
+        #expect(fixture.server.texts.dropFirst(5) == ["Pay", ".", "PAUSE self"])
+        #expect(client.statistics.refused == 0)
+        #expect(client.availability == .available)
+    }
+
     @Test func aRefusedSpeakSendsNoTextAndTheConnectionGoesOn() async throws {
         let fixture = try Fixture()
         defer { fixture.tearDown() }

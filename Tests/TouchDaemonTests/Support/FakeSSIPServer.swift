@@ -53,6 +53,11 @@ final class FakeSSIPServer: @unchecked Sendable {
         var stopped = false
         var nextMessageID = 1
         var connected = false
+        /// The command (prefix, upper case) whose reply, and every reply after it, is held back until released.
+        var holdFrom: String?
+        var holding = false
+        var held: [[UInt8]] = []
+        var releaseHeld = false
     }
 
     init(path: String) throws {
@@ -124,6 +129,17 @@ final class FakeSSIPServer: @unchecked Sendable {
         state.withLock { $0.overrides.append((prefix.uppercased(), bytes)) }
     }
 
+    /// Holds back the reply to the next command starting with `prefix`, and every reply after it, while it goes on
+    /// reading and recording lines: a server slow to answer one command. ``releaseReplies()`` sends them, in order.
+    func holdReplies(from prefix: String) {
+        state.withLock { $0.holdFrom = prefix.uppercased() }
+    }
+
+    func releaseReplies() {
+        state.withLock { $0.releaseHeld = true }
+        poke()
+    }
+
     /// Sends `bytes` to the connected client now (an event, garbage).
     func send(_ bytes: [UInt8]) {
         state.withLock { $0.toSend.append(bytes) }
@@ -169,6 +185,10 @@ final class FakeSSIPServer: @unchecked Sendable {
             state.withLock {
                 $0.connected = false
                 $0.closeCurrent = false
+                // Held replies belong to the connection that ended.
+                $0.holding = false
+                $0.held = []
+                $0.releaseHeld = false
             }
         }
     }
@@ -195,7 +215,14 @@ final class FakeSSIPServer: @unchecked Sendable {
             }
             let (stop, toSend) = state.withLock { state -> (Bool, [[UInt8]]) in
                 defer { state.toSend = [] }
-                return (state.stopped || state.closeCurrent, state.toSend)
+                var toSend = state.toSend
+                if state.releaseHeld {
+                    toSend = state.held + toSend
+                    state.held = []
+                    state.holding = false
+                    state.releaseHeld = false
+                }
+                return (state.stopped || state.closeCurrent, toSend)
             }
             if stop { return }
             for bytes in toSend { _ = Glibc.send(connection, bytes, bytes.count, Int32(MSG_NOSIGNAL)) }
@@ -222,6 +249,15 @@ final class FakeSSIPServer: @unchecked Sendable {
                 let queuedID = state.withLock { $0.nextMessageID }
                 let wasText = receivingText && text == "."
                 if let reply = answer(text, receivingText: &receivingText) {
+                    let withheld = state.withLock { state -> Bool in
+                        if let prefix = state.holdFrom, text.uppercased().hasPrefix(prefix) {
+                            state.holdFrom = nil
+                            state.holding = true
+                        }
+                        if state.holding { state.held.append(reply) }
+                        return state.holding
+                    }
+                    if withheld { continue }
                     _ = Glibc.send(connection, reply, reply.count, Int32(MSG_NOSIGNAL))
                     guard case .speaking(let milliseconds) = state.withLock({ $0.behaviour }) else { continue }
                     if wasText, reply.starts(with: Array("225".utf8)) {
