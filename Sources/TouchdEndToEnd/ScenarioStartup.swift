@@ -104,6 +104,12 @@ final class StartupSweep {
                 + "(statuses: \(notify.inbox.since(notifyCursor).compactMap { $0.value("STATUS") }))"
                 + (daemon.exitStatus.map { "; touchd exited (\($0))" } ?? "")
         }
+        // touchd names the panel only once it reads it. Taps written before any program has the node open reach
+        // nobody (evdev passes an event only to the clients it has then): what lost the issue's taps when they came
+        // before a slow start had opened the panel, for touchd at 1d9ee12 and today alike.
+        if let node = device?.devnode, !Self.holdsOpen(pid: daemon.pid, node: node) {
+            return "touchd reported \(expected) without \(node) open"
+        }
         // As a customer would: the first touch some time after the panel exists, whatever touchd said by then.
         sleep(until: created + Self.firstTouchAfter)
         var missing: [Int] = []
@@ -136,6 +142,25 @@ final class StartupSweep {
             return "touchd did not stop cleanly after SIGTERM: \(ended.map { "\($0)" } ?? "still running")"
         }
         return nil
+    }
+
+    /// Whether process `pid` has `node` open, from `/proc/PID/fd`.
+    static func holdsOpen(pid: pid_t, node: String) -> Bool {
+        guard let directory = opendir("/proc/\(pid)/fd") else { return false }
+        defer { closedir(directory) }
+        var target = [CChar](repeating: 0, count: 4096)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            let length = readlink("/proc/\(pid)/fd/\(name)", &target, target.count - 1)
+            guard length > 0 else { continue }
+            let path = target.prefix(length).withUnsafeBufferPointer {
+                String(decoding: UnsafeRawBufferPointer($0), as: UTF8.self)
+            }
+            if path == node { return true }
+        }
+        return false
     }
 
     private func waitNotify(

@@ -729,6 +729,14 @@ struct SelfTest {
                 "process-sigpipe-default", pipeDefault.waitForExit(until: monotonicNow() + 5_000_000),
                 .signaled(SIGPIPE))
 
+            // The start-up sweep's check that touchd holds the panel's node open: a file this process has open is
+            // found in its /proc/PID/fd, one it has not (or another process) is not.
+            let held = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            results.expect("holds-open-found", StartupSweep.holdsOpen(pid: getpid(), node: "/dev/null"))
+            if held >= 0 { close(held) }
+            results.expect("holds-open-absent", !StartupSweep.holdsOpen(pid: getpid(), node: "/dev/zero"))
+            results.expect("holds-open-no-process", !StartupSweep.holdsOpen(pid: 0, node: "/dev/null"))
+
             do {
                 _ = try Daemon(executable: "/nonexistent/touchd", arguments: [], environment: [:], echoPrefix: nil)
                 results.expect("process-missing-executable", false, "started a missing executable")
