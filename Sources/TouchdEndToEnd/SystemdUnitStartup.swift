@@ -27,6 +27,14 @@ extension SystemdUnitRun {
                 failures.append("\(delay / 1000) ms: \(failure)")
                 continue
             }
+            // As without the unit: named only once touchd reads it (a tap before that reaches nobody).
+            let mainPID = (try? read(["MainPID"]))?.number("MainPID").flatMap { pid_t(exactly: $0) }
+            if let node = device?.devnode, !(mainPID.map { StartupSweep.holdsOpen(pid: $0, node: node) } ?? false) {
+                failures.append(
+                    "\(delay / 1000) ms: the status named the touchscreen without \(node) open in touchd (MainPID "
+                        + "\(mainPID.map(String.init) ?? "unknown"))")
+                continue
+            }
             sleep(until: created + StartupSweep.firstTouchAfter)
             var missing: [Int] = []
             for tap in 1...2 {
