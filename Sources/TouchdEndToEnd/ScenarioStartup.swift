@@ -15,10 +15,13 @@ final class StartupSweep {
     let target: TargetListener
     let configPath: String
     let tapsPerRound = 2
-    /// From the panel's creation to the first tap: long enough for touchd to have added it on any of these delays.
-    static let firstTouchAfter: Microseconds = 2_500_000
+    /// From the panel's creation to the first tap, at the earliest: the taps come as soon as touchd has reported the
+    /// panel and this much has passed, so they probe the moments right after the report, where a panel touchd did
+    /// not yet read would show. (The 2.5 s after the panel, whatever touchd had said, is what lost taps when a
+    /// slow start had not opened the panel by then: see the check before the taps.)
+    static let firstTouchAfter: Microseconds = 1_000_000
 
-    /// The whole sweep's bound for the driver's watchdog: a round takes about 4 s (8 s allowed), plus a minute.
+    /// The whole sweep's bound for the driver's watchdog: a round takes about 3 s (8 s allowed), plus a minute.
     static func limit(rounds: Int) -> Microseconds {
         Microseconds(defaultDelays.count * rounds) * 8_000_000 + 60_000_000
     }
@@ -110,7 +113,6 @@ final class StartupSweep {
         if let node = device?.devnode, !Self.holdsOpen(pid: daemon.pid, node: node) {
             return "touchd reported \(expected) without \(node) open"
         }
-        // As a customer would: the first touch some time after the panel exists, whatever touchd said by then.
         sleep(until: created + Self.firstTouchAfter)
         var missing: [Int] = []
         for tap in 1...tapsPerRound {

@@ -3,7 +3,7 @@ import Glibc
 /// The start-up race under the shipped unit: at a kiosk's boot systemd starts touchd.service while udev is still
 /// making the panel's node. For each delay of the sweep, the service is started without waiting for it
 /// (`systemctl start --no-block`), the panel is created that long after, and two taps made once the status names it
-/// (and no sooner than 2.5 s after the panel exists, as a customer would) must both reach the socket target.
+/// (and no sooner than ``StartupSweep/firstTouchAfter`` after the panel exists) must both reach the socket target.
 extension SystemdUnitRun {
     func startupSweep() throws(Abort) {
         guard let target else { throw Abort("no socket target") }
