@@ -75,8 +75,9 @@ enum SpeechdTrace {
         if !toStop.isEmpty {
             lines.append(
                 "trace: while synthesizing (\(toStop.count)): the module read STOP after a median \(median(toModule)); "
-                    + "the server stopped playback after a median \(median(toStop)) (\(toStop.map { Int($0) }.min() ?? 0)–"
-                    + "\(toStop.map { Int($0) }.max() ?? 0) ms), having discarded a median "
+                    + "the server stopped playback after a median \(median(toStop)) ("
+                    + String(format: "%.0f–%.0f ms", toStop.min() ?? 0, toStop.max() ?? 0)
+                    + "), having discarded a median "
                     + "\(chunks.sorted()[chunks.count / 2]) chunks")
         }
         return lines
