@@ -35,15 +35,16 @@ struct SpeechStatistics: Sendable, Equatable {
 
 /// Speaks explore by touch's utterances through speech-dispatcher's SSIP socket, away from the input thread.
 ///
-/// One persistent connection, made at start and made again after it is lost, with a backoff from `Options.backoff`
-/// (1 s doubling to 30 s); the backoff starts again once a handshake is answered, so a server that accepts and hangs
-/// up at once costs one attempt per backoff step, never a spin. The handshake is `SET SELF CLIENT_NAME` and `SET SELF
+/// One persistent connection, made at start and made again after it is lost, with a backoff from `Options.backoff` (1 s
+/// doubling to 30 s); the backoff starts again once a handshake is answered, so a server that accepts and hangs up at
+/// once costs one attempt per backoff step, never a spin. The handshake is `SET SELF CLIENT_NAME` and `SET SELF
 /// NOTIFICATION all on`; then the client is available and each command becomes its SSIP exchanges, written without
-/// waiting for the replies before them except behind a `SPEAK` (see ``SpeechClientLoop``): `SET SELF PRIORITY` when the utterance's priority differs from the connection's, `SET SELF LANGUAGE`
-/// when its language does (nil keeps the language last set: SSIP cannot read or restore the server's default),
-/// `SPEAK`, the text, `.`; `CANCEL self`, `PAUSE self`, `RESUME self`. Every sent command waits at most
-/// `Options.replyTimeout` for its reply; a server that does not answer, sends what is not SSIP, a line longer than
-/// 4 KiB or a reply of more than 64 lines loses the connection (logged with what it sent), and the client reconnects.
+/// waiting for the replies before them except behind a `SPEAK` (see ``SpeechClientLoop``): `SET SELF PRIORITY` when the
+/// utterance's priority differs from the connection's, `SET SELF LANGUAGE` when its language does (nil keeps the
+/// language last set: SSIP cannot read or restore the server's default), `SPEAK`, the text, `.`; `CANCEL self`, `PAUSE
+/// self`, `RESUME self`. Every sent command waits at most `Options.replyTimeout` for its reply; a server that does not
+/// answer, sends what is not SSIP, a line longer than 4 KiB or a reply of more than 64 lines loses the connection
+/// (logged with what it sent), and the client reconnects.
 ///
 /// `submit` never blocks: it files the command in a bounded queue (32 by default, the oldest dropped when full) under
 /// the worker's lock and wakes the thread. A `text` utterance replaces the `text` utterances still queued (the newest
