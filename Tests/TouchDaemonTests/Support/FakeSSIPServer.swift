@@ -55,7 +55,7 @@ final class FakeSSIPServer: @unchecked Sendable {
         var connected = false
         /// The command (prefix, upper case) whose reply, and every reply after it, is held back until released.
         var holdFrom: String?
-        var holding = false
+        /// The replies held back, in order: while it holds any, every later reply joins them.
         var held: [[UInt8]] = []
         var releaseHeld = false
     }
@@ -186,7 +186,6 @@ final class FakeSSIPServer: @unchecked Sendable {
                 $0.connected = false
                 $0.closeCurrent = false
                 // Held replies belong to the connection that ended.
-                $0.holding = false
                 $0.held = []
                 $0.releaseHeld = false
             }
@@ -219,7 +218,6 @@ final class FakeSSIPServer: @unchecked Sendable {
                 if state.releaseHeld {
                     toSend = state.held + toSend
                     state.held = []
-                    state.holding = false
                     state.releaseHeld = false
                 }
                 return (state.stopped || state.closeCurrent, toSend)
@@ -252,10 +250,11 @@ final class FakeSSIPServer: @unchecked Sendable {
                     let withheld = state.withLock { state -> Bool in
                         if let prefix = state.holdFrom, text.uppercased().hasPrefix(prefix) {
                             state.holdFrom = nil
-                            state.holding = true
+                        } else if state.held.isEmpty {
+                            return false
                         }
-                        if state.holding { state.held.append(reply) }
-                        return state.holding
+                        state.held.append(reply)
+                        return true
                     }
                     if withheld { continue }
                     _ = Glibc.send(connection, reply, reply.count, Int32(MSG_NOSIGNAL))
