@@ -111,11 +111,7 @@ struct SelfTest {
             ),
             ("module", " Wed Dec  2 10:00:00 2026 [110000]: Espeak-ng: module_stop().\n"),
         ]
-        for (name, text) in logs {
-            guard let file = fopen("\(base).\(name)", "w") else { continue }
-            fputs(text, file)
-            fclose(file)
-        }
+        for (name, text) in logs { try? writeFile("\(base).\(name)", text) }
         defer { for (name, _) in logs { unlink("\(base).\(name)") } }
         let report = SpeechdTrace.report(
             server: "\(base).server", outputModule: "\(base).output", module: "\(base).module")
