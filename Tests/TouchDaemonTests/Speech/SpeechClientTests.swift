@@ -329,7 +329,7 @@ struct SpeechClientTests {
         let fixture = try Fixture()
         defer { fixture.tearDown() }
         fixture.server.set(.silent)
-        let client = try fixture.client()
+        let client = try fixture.client(replyTimeout: 150_000)
         defer { client.stop(withinMicroseconds: 0) }
 
         #expect(await eventually { fixture.server.acceptedConnections >= 2 })
@@ -448,8 +448,8 @@ private final class Reports: Sendable {
     }
 }
 
-/// A fake server in a temporary directory, a log and a report collector; `client()` makes a client with short
-/// timings (20 ms backoff doubling to 80 ms, 150 ms reply timeout).
+/// A fake server in a temporary directory, a log and a report collector; `client()` makes a client with a short
+/// backoff (20 ms doubling to 80 ms).
 private struct Fixture {
     let directory: URL
     let path: String
@@ -463,10 +463,12 @@ private struct Fixture {
         server = try FakeSSIPServer(path: path)
     }
 
-    func client() throws -> SpeechClient {
+    /// `replyTimeout` is long unless a test is about it: a test that holds a reply back, or a loaded machine, must not
+    /// see the client give the server up and reconnect.
+    func client(replyTimeout: UInt64 = 30_000_000) throws -> SpeechClient {
         var options = SpeechClient.Options()
         options.backoff = .init(initial: 20_000, maximum: 80_000)
-        options.replyTimeout = 150_000
+        options.replyTimeout = replyTimeout
         let reports = reports
         let client = SpeechClient(
             socketPath: path, logger: testLogger(logs), options: options, report: { reports.record($0) })
