@@ -151,8 +151,11 @@ final class CageRun {
             try write([.down(slot: 0, x: 500, y: 500)])
             sleep(microseconds: 60_000)
             try write([.up(slot: 0)])
-            sleep(microseconds: 700_000)
-            if !touchLines(from: start, "down").isEmpty { return }
+            // Done as soon as wev has the whole tap (its lift too, so that it cannot land in a check's lines).
+            let whole = poll(until: monotonicNow() + 700_000) {
+                !touchLines(from: start, "down").isEmpty && !touchLines(from: start, "up").isEmpty ? true : nil
+            }
+            if whole != nil { return }
         }
         throw Abort("wev never got a touch through cage: \(cage?.tail(20) ?? [])")
     }

@@ -330,8 +330,13 @@ final class CageTwinSpaceRun {
         for _ in 0..<10 {
             let start = cage?.output.count ?? 0
             try tap(panel, x: 640, y: 400)
-            sleep(microseconds: 700_000)
-            if !touchDowns(from: start).isEmpty { return }
+            // Done as soon as wev has the whole tap (its lift too, so that it cannot land in a check's lines).
+            let whole = poll(until: monotonicNow() + 700_000) { () -> Bool? in
+                let lines = cage?.output.since(start) ?? []
+                let down = lines.contains { $0.contains("wl_touch] down") }
+                return down && lines.contains { $0.contains("wl_touch] up") } ? true : nil
+            }
+            if whole != nil { return }
         }
         throw Abort("wev never got a touch from \(panel.name) through cage: \(cage?.tail(20) ?? [])")
     }

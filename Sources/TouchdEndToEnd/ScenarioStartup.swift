@@ -128,8 +128,8 @@ final class StartupSweep {
                 $0.control == "a" && $0.event == "touchUpInside"
             }
             if arrived == nil { missing.append(tap) }
-            // Out of the touchDownRepeat window, so each tap is a tap of its own.
-            sleep(microseconds: Limits.repeatGuard)
+            // Out of the touchDownRepeat window, so each tap is a tap of its own (none needed after the last).
+            if tap < tapsPerRound { sleep(microseconds: Limits.repeatGuard) }
         }
         _ = daemon.send(SIGTERM)
         let ended = daemon.waitForExit(until: monotonicNow() + Limits.stop)
