@@ -744,15 +744,19 @@ private final class LineReader {
         self.socket = socket
     }
 
-    /// The next `count` lines, without their newlines; fewer if the connection ends or 10 seconds pass.
+    /// The next `count` lines, without their newlines; fewer if the connection ends or 60 seconds pass (a bound for a
+    /// hang only: thousands of lines took more than 10 s in a CI whose release build shared the cores).
     func lines(_ count: Int) async -> [String] {
         var lines: [String] = []
-        _ = await eventually {
+        _ = await eventually(within: 60) {
             readAvailable()
-            while lines.count < count, let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                lines.append(String(decoding: pending[..<end], as: UTF8.self))
-                pending.removeSubrange(...end)
+            // The consumed lines leave `pending` in one removal, not one each (each moved the rest of the buffer).
+            var start = pending.startIndex
+            while lines.count < count, let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                lines.append(String(decoding: pending[start..<end], as: UTF8.self))
+                start = end + 1
             }
+            pending.removeSubrange(..<start)
             return lines.count == count || ended
         }
         return lines
