@@ -5,10 +5,15 @@ import Testing
 /// guest, and this file sorts after the others so that the serialized suite runs it last (CI's release build, which
 /// they measure, is still compiling while the other guests run).
 extension EndToEndTests {
+    /// The touchd `TOUCHD_LATENCY_TOUCHD` names never came: the test fails with this.
+    struct MissingBuild: Error, CustomStringConvertible {
+        let description: String
+    }
+
     /// The touchd to measure: `TOUCHD_LATENCY_TOUCHD` (the static release build kiosks run, docs/performance.md; CI
     /// sets it), else the freshly built one. With `TOUCHD_LATENCY_TOUCHD_WAIT=SECONDS` the file may not exist yet: the
     /// test waits that long for it, and fails at once when `PATH.failed` appears instead (CI builds the release
-    /// binary beside the tests and moves it into place only once it is whole).
+    /// binary beside the tests and moves it into place only once it is whole). Throws when it never comes.
     static func measuredTouchd() async throws -> URL? {
         let environment = ProcessInfo.processInfo.environment
         guard let path = environment["TOUCHD_LATENCY_TOUCHD"], !path.isEmpty else { return nil }
@@ -18,12 +23,11 @@ extension EndToEndTests {
         var waited = 0
         while !files.isExecutableFile(atPath: path) {
             if files.fileExists(atPath: path + ".failed") {
-                Issue.record("no \(path): \(path).failed says its build failed (its log is in CI's output)")
-                return nil
+                throw MissingBuild(description: "no \(path): \(path).failed says its build failed (see CI's output)")
             }
             guard waited < waitSeconds else {
-                Issue.record("no executable \(path) after waiting \(waitSeconds) s (TOUCHD_LATENCY_TOUCHD_WAIT)")
-                return nil
+                throw MissingBuild(
+                    description: "no executable \(path) after waiting \(waitSeconds) s (TOUCHD_LATENCY_TOUCHD_WAIT)")
             }
             if waited == 0 { print("latency: waiting up to \(waitSeconds) s for \(path) to be built") }
             try await Task.sleep(for: .seconds(1))
@@ -62,7 +66,6 @@ extension EndToEndTests {
             filter += ["--floor-filter-libinput", floors.appendingPathComponent("floor-filter-libinput").path]
         }
         let measured = try await Self.measuredTouchd()
-        if environment["TOUCHD_LATENCY_TOUCHD"].map({ !$0.isEmpty }) == true, measured == nil { return }
         // Each step's own bound, in the guest's seconds, as when each had a guest of its own.
         let timeout = (300 + rounds * 40) + 600
         try await Self.runSequence(
