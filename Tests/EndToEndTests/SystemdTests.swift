@@ -21,8 +21,7 @@ extension EndToEndTests {
     /// - Filter mode under the shipped unit with a real compositor and client (ScenarioCage.swift with
     ///   `--systemd-unit`): cage and wev.
     @Test(
-        "touchd.service under systemd in one guest: the unit, filter mode, filter mode under cage",
-        .timeLimit(.minutes(35)))
+        "touchd.service under systemd in one guest: the unit, filter mode, filter mode under cage")
     func unitUnderSystemd() async throws {
         let units = EndToEndTests.unitsDirectory
         try await EndToEndTests.runSequence(

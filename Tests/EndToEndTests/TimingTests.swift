@@ -53,8 +53,7 @@ extension EndToEndTests {
     ///   forwarder tools/perf/floor-filter.c and the same forwarder reading through libinput
     ///   (floor-filter-libinput.c), with the socket target idle and busy.
     @Test(
-        "touchd-e2e's measurements in one guest: latency against libinput, filter mode against a bare forwarder",
-        .timeLimit(.minutes(60)))
+        "touchd-e2e's measurements in one guest: latency against libinput, filter mode against a bare forwarder")
     func measurementsInOneGuest() async throws {
         let environment = ProcessInfo.processInfo.environment
         let rounds = environment["TOUCHD_LATENCY_ROUNDS"].flatMap { Int($0) }.map { min(max($0, 4), 16) } ?? 4
