@@ -111,11 +111,24 @@ struct EndToEndTests {
     }
 
     /// One check of the driver's: its arguments, the touchd it runs (the freshly built one unless it names another),
-    /// and the host tools it needs.
+    /// and the host tools it needs. Or, with `command`, a program of the repository's run as it is (the install check).
     struct Step {
         var driver: [String]
         var touchd: URL?
         var needs: [String] = []
+        var command: [String]?
+
+        init(driver: [String], touchd: URL? = nil, needs: [String] = []) {
+            self.driver = driver
+            self.touchd = touchd
+            self.needs = needs
+        }
+
+        init(command: [String], needs: [String] = []) {
+            driver = []
+            self.needs = needs
+            self.command = command
+        }
     }
 
     /// Runs the steps in one guest, one after the other (scripts/vm/sequence): `scripts/vm/run VM… --
@@ -133,9 +146,13 @@ struct EndToEndTests {
         let driver = try product("touchd-e2e")
         var command = [packageRoot.appendingPathComponent("scripts/vm/sequence").path]
         for (index, step) in steps.enumerated() {
-            let touchd = try step.touchd ?? product("touchd")
             if index > 0 { command.append("::") }
-            command += [driver.path] + step.driver + ["--touchd", touchd.path]
+            if let program = step.command {
+                command += program
+            } else {
+                let touchd = try step.touchd ?? product("touchd")
+                command += [driver.path] + step.driver + ["--touchd", touchd.path]
+            }
         }
         try await runVM(label, arguments: vm + ["--"] + command)
     }

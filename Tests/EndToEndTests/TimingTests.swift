@@ -15,19 +15,38 @@ extension EndToEndTests {
     /// test waits that long for it, and fails at once when `PATH.failed` appears instead (CI builds the release
     /// binary beside the tests and moves it into place only once it is whole). Throws when it never comes.
     static func measuredTouchd() async throws -> URL? {
-        let environment = ProcessInfo.processInfo.environment
-        guard let path = environment["TOUCHD_LATENCY_TOUCHD"], !path.isEmpty else { return nil }
+        guard let path = ProcessInfo.processInfo.environment["TOUCHD_LATENCY_TOUCHD"], !path.isEmpty else { return nil }
+        return try await built(path, executable: true)
+    }
+
+    /// The Debian package of the measured touchd that `TOUCHD_INSTALL_DEB` names (CI builds it from its release build,
+    /// scripts/package-deb), waited for as the binary is; nil without the variable. The variable without
+    /// `TOUCHD_LATENCY_TOUCHD` is an error: the install check installs the package's binary both ways.
+    static func installPackage(for measured: URL?) async throws -> URL? {
+        guard let path = ProcessInfo.processInfo.environment["TOUCHD_INSTALL_DEB"], !path.isEmpty else { return nil }
+        guard measured != nil else {
+            throw MissingBuild(
+                description: "TOUCHD_INSTALL_DEB=\(path) needs TOUCHD_LATENCY_TOUCHD, the touchd it was built from")
+        }
+        return try await built(path, executable: false)
+    }
+
+    /// `path` once it exists (and is executable, for a binary), waiting up to `TOUCHD_LATENCY_TOUCHD_WAIT` seconds;
+    /// throws at once when `PATH.failed` appears, or when the wait is over.
+    static func built(_ path: String, executable: Bool) async throws -> URL {
         let waitSeconds =
-            environment["TOUCHD_LATENCY_TOUCHD_WAIT"].flatMap { Int($0) }.map { min(max($0, 0), 7200) } ?? 0
+            ProcessInfo.processInfo.environment["TOUCHD_LATENCY_TOUCHD_WAIT"].flatMap { Int($0) }
+            .map { min(max($0, 0), 7200) } ?? 0
         let files = FileManager.default
         var waited = 0
-        while !files.isExecutableFile(atPath: path) {
+        while !(executable ? files.isExecutableFile(atPath: path) : files.isReadableFile(atPath: path)) {
             if files.fileExists(atPath: path + ".failed") {
                 throw MissingBuild(description: "no \(path): \(path).failed says its build failed (see CI's output)")
             }
             guard waited < waitSeconds else {
                 throw MissingBuild(
-                    description: "no executable \(path) after waiting \(waitSeconds) s (TOUCHD_LATENCY_TOUCHD_WAIT)")
+                    description: "no \(executable ? "executable " : "")\(path) after waiting \(waitSeconds) s "
+                        + "(TOUCHD_LATENCY_TOUCHD_WAIT)")
             }
             if waited == 0 { print("latency: waiting up to \(waitSeconds) s for \(path) to be built") }
             try await Task.sleep(for: .seconds(1))
@@ -37,7 +56,7 @@ extension EndToEndTests {
         return URL(fileURLWithPath: path)
     }
 
-    /// In one guest, the touchd of `measuredTouchd()`:
+    /// In one guest with systemd as PID 1, as on a kiosk, the touchd of `measuredTouchd()`:
     ///
     /// - Latency against libinput's own client (ScenarioLatency.swift): rounds of 20 taps, alternating, read either
     ///   by touchd (uinput write → the action's message on its socket target) or by `libinput debug-events` alone.
@@ -52,6 +71,10 @@ extension EndToEndTests {
     ///   through touchd's twin against the panel read directly and, with a C compiler on the host, through the bare
     ///   forwarder tools/perf/floor-filter.c and the same forwarder reading through libinput
     ///   (floor-filter-libinput.c), with the socket target idle and busy.
+    /// - With `TOUCHD_INSTALL_DEB` (CI sets it), after the measurements: installing on a kiosk
+    ///   (`scripts/vm/check-install --in-guest`), the .deb with dpkg -i and --purge, then scripts/install and
+    ///   scripts/uninstall with the same binary, each checked under systemd. It needs a systemd guest and the release
+    ///   build, which is why it is here rather than in a guest of its own (one boot fewer in CI).
     @Test(
         "touchd-e2e's measurements in one guest: latency against libinput, filter mode against a bare forwarder")
     func measurementsInOneGuest() async throws {
@@ -65,13 +88,19 @@ extension EndToEndTests {
             filter += ["--floor-filter-libinput", floors.appendingPathComponent("floor-filter-libinput").path]
         }
         let measured = try await Self.measuredTouchd()
+        var steps = [
+            Step(driver: latency, touchd: measured, needs: ["libinput"]),
+            Step(driver: filter, touchd: measured),
+        ]
         // Each step's own bound, in the guest's seconds, as when each had a guest of its own.
-        let timeout = (300 + rounds * 40) + 600
+        var timeout = (300 + rounds * 40) + 600
+        if let package = try await Self.installPackage(for: measured), let measured {
+            let check = Self.packageRoot.appendingPathComponent("scripts/vm/check-install").path
+            steps.append(
+                Step(command: [check, "--in-guest", "--binary", measured.path, "--deb", package.path], needs: ["dpkg"]))
+            timeout += 600
+        }
         try await Self.runSequence(
-            "touchd-e2e measurements in one guest", vm: ["--timeout", "\(timeout)"],
-            steps: [
-                Step(driver: latency, touchd: measured, needs: ["libinput"]),
-                Step(driver: filter, touchd: measured),
-            ])
+            "touchd-e2e measurements in one guest", vm: ["--systemd", "--timeout", "\(timeout)"], steps: steps)
     }
 }
