@@ -69,8 +69,8 @@ extension EndToEndTests {
     ///   twin, `libinput debug-events` on the whole seat shows what the application gets; also that the next touch
     ///   forwarded does not wait behind a busy socket target, and the app-visible latency (`filter-latency:` lines)
     ///   through touchd's twin against the panel read directly and, with a C compiler on the host, through the bare
-    ///   forwarder tools/perf/floor-filter.c and the same forwarder reading through libinput
-    ///   (floor-filter-libinput.c), with the socket target idle and busy.
+    ///   forwarder tools/perf/floor-filter.c, with the socket target idle and busy. (The same forwarder reading through
+    ///   libinput, floor-filter-libinput.c, is measured by hand: tools/perf/README.md.)
     /// - With `TOUCHD_INSTALL_DEB` (CI sets it), after the measurements: installing on a kiosk
     ///   (`scripts/vm/check-install --in-guest`), the .deb with dpkg -i and --purge, then scripts/install and
     ///   scripts/uninstall with the same binary, each checked under systemd. It needs a systemd guest and the release
@@ -85,7 +85,6 @@ extension EndToEndTests {
         var filter = ["--filter"]
         if let floors = Self.buildFloors() {
             filter += ["--floor-filter", floors.appendingPathComponent("floor-filter").path]
-            filter += ["--floor-filter-libinput", floors.appendingPathComponent("floor-filter-libinput").path]
         }
         let measured = try await Self.measuredTouchd()
         var steps = [
