@@ -854,13 +854,14 @@ final class FilterRun {
                     let round = Round(reader: reader, busy: isBusy)
                     let taken = try measureRound(reader, busy: isBusy, standIn: standIn) { busyActions += $0 }
                     // The round's first touch on its own (see above); the rest are the samples.
+                    let rest = Array(taken.dropFirst())
                     if let first = taken.first { firstTouches[round, default: []].append(first) }
-                    samples[round, default: []] += taken.dropFirst()
+                    samples[round, default: []] += rest
                     Console.line(
                         "filter-latency-round: reader=\(reader.rawValue) busy=\(isBusy ? 1 : 0) "
                             + "first_us=\(taken.first.map(String.init) ?? "n/a") "
-                            + "slowest_of_rest_us=\(taken.dropFirst().max().map(String.init) ?? "n/a") "
-                            + "median_us=\(Percentiles(Array(taken.dropFirst()))?.p50 ?? 0)")
+                            + "slowest_of_rest_us=\(rest.max().map(String.init) ?? "n/a") "
+                            + "median_us=\(Percentiles(rest)?.p50 ?? 0)")
                 }
             }
         }
@@ -896,10 +897,9 @@ final class FilterRun {
                 "filter-latency-first-touch: busy=\(isBusy ? 1 : 0) "
                     + readers.map { reader in
                         let firsts = firstTouches[Round(reader: reader, busy: isBusy)] ?? []
-                        return "\(reader.rawValue.replacingOccurrences(of: "-", with: "_"))_max_us="
-                            + "\(firsts.max().map(String.init) ?? "n/a") "
-                            + "\(reader.rawValue.replacingOccurrences(of: "-", with: "_"))_p50_us="
-                            + "\(Percentiles(firsts)?.p50 ?? 0)"
+                        let key = reader.rawValue.replacingOccurrences(of: "-", with: "_")
+                        return "\(key)_max_us=\(firsts.max().map(String.init) ?? "n/a") "
+                            + "\(key)_p50_us=\(Percentiles(firsts)?.p50 ?? 0)"
                     }.joined(separator: " ") + " (each round's first touch, not among the samples)")
             if let libinputFloor = figures(.libinputFloor) {
                 // What reading through libinput costs a forwarder, and touchd above a forwarder that does.
