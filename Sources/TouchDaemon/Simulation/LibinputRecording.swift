@@ -21,25 +21,9 @@ enum LibinputRecording {
     static let maximumEvents = 4_000_000
     /// The most slots used per device, as libinput tracks them; slots beyond this or the device's ABS_MT_SLOT range
     /// are ignored, as libevdev ignores them. Also keeps contact numbers (`index × 1000 + slot`) apart.
-    static let maximumSlots = 64
+    static let maximumSlots = EvdevTouchDecoder.maximumSlots
     /// The largest event time, in seconds: 2^40 s is 1.1 × 10^18 µs, well inside an Instant.
     static let maximumSeconds = 1 << 40
-
-    // evdev codes (linux/input-event-codes.h).
-    private enum Code {
-        static let synType = 0
-        static let keyType = 1
-        static let absType = 3
-        static let synReport = 0
-        static let synDropped = 3
-        static let buttonTouch = 330
-        static let absX = 0
-        static let absY = 1
-        static let slot = 47
-        static let positionX = 53
-        static let positionY = 54
-        static let trackingID = 57
-    }
 
     /// The most characters of the file a message quotes (an event, a name, a key, Yams' problem); more are cut, so
     /// that a hostile file cannot make a huge message: an event may hold a string of megabytes.
@@ -159,22 +143,8 @@ enum LibinputRecording {
         }
     }
 
-    private struct Axis {
-        var minimum: Int
-        var maximum: Int
-    }
-
-    /// One slot's state. The kernel sends only the axis values that changed, and keeps them per slot
-    /// (for single-touch devices, per device) across touches: a new touch at the same x as the last
-    /// one sends no ABS_X. So positions outlive the contact; only the flags are reset.
-    private struct Slot {
-        var active = false
-        var began = false
-        var x: Int?
-        var y: Int?
-        var moved = false
-        var ended = false
-    }
+    private typealias Axis = EvdevTouchDecoder.Axis
+    private typealias Code = EvdevTouchDecoder.Code
 
     /// One device's touch events, and what was left out of them.
     private struct DeviceEvents {
@@ -258,45 +228,13 @@ enum LibinputRecording {
         guard let xAxis = multitouch ? positionX : absX, let yAxis = multitouch ? positionY : absY
         else { return .success(result) }  // not a touch device (a keyboard in the same recording)
         result.isTouch = true
-        // index < maximumDevices and slot < maximumSlots, so this and contactBase + slot stay far from overflow.
-        let contactBase = index * 1000
-        // The slots in use: the device's ABS_MT_SLOT range, within 0..<maximumSlots; slot 0 alone without one.
-        let lowestSlot = max(slotRange?.minimum ?? 0, 0)
-        let highestSlot = min(slotRange?.maximum ?? (multitouch ? maximumSlots - 1 : 0), maximumSlots - 1)
-        result.slots = lowestSlot <= highestSlot ? "\(lowestSlot)…\(highestSlot)" : "none"
-        result.slotCount = max(0, highestSlot - lowestSlot + 1)
-        /// A touch event of this device, as libinput reports it: the seat slot, the device's slot (−1 on a
-        /// single-touch device) and the position normalised on the device's axes.
-        func touch(_ kind: TouchEvent.Kind, _ slot: Int, _ time: Instant, at position: (x: Double, y: Double)? = nil)
-            -> InputEvent
-        {
-            .touch(
-                TouchEvent(
-                    device: index, kind: kind, seatSlot: contactBase + slot, slot: multitouch ? slot : -1,
-                    time: time.microseconds, x: position?.x, y: position?.y))
-        }
-        func frame(_ time: Instant) -> InputEvent {
-            .touch(TouchEvent(device: index, kind: .frame, seatSlot: -1, slot: -1, time: time.microseconds))
-        }
-
-        var slots = [Slot](repeating: Slot(), count: maximumSlots)
-        /// Bit n: slot n changed since the last SYN_REPORT. Visiting the set bits in order keeps samples sorted by
-        /// slot, as they were when every slot was visited.
-        var changed: UInt64 = 0
-        /// Bit n: slot n holds a contact (for SYN_DROPPED).
-        var active: UInt64 = 0
-        /// nil while ABS_MT_SLOT has selected a slot outside the range: its events are ignored until the next one.
-        var currentSlot: Int? = lowestSlot <= 0 && 0 <= highestSlot ? 0 : nil
-        var singleTouchDown = false
-        // After SYN_DROPPED, evdev clients drop every event up to and including the next SYN_REPORT.
-        var droppingUntilReport = false
-        /// The slot ABS_MT_SLOT last chose out of range.
-        var ignoredSlot = 0
-        func ignore(_ slot: Int) {
-            if result.ignoredEvents == 0 { result.firstIgnoredSlot = slot }
-            result.ignoredEvents += 1
-        }
+        // index < maximumDevices and slot < maximumSlots, so seat slots (index × 1000 + slot) stay far from overflow.
+        var decoder = EvdevTouchDecoder(
+            device: index, multitouch: multitouch, x: xAxis, y: yAxis, slotRange: slotRange, seatSlotBase: index * 1000)
+        result.slots = decoder.slotText
+        result.slotCount = decoder.slotCount
         guard let events = device["events"] as? [Any] else { return .success(result) }
+        var decoded: [InputEvent] = []
         for entry in events {
             guard let entry = entry as? [String: Any], let list = entry["evdev"] as? [Any] else { continue }
             total += list.count
@@ -335,123 +273,17 @@ enum LibinputRecording {
                 let (stamp, carry) = scaled.addingReportingOverflow(UInt64(microseconds))
                 guard !overflow, !carry else { return malformed("time out of range") }
                 let time = Instant(microseconds: stamp)
-                if droppingUntilReport {
-                    if type == Code.synType && code == Code.synReport { droppingUntilReport = false }
-                    continue
-                }
-                /// The slot a multitouch event is for, or nil (counted) when ABS_MT_SLOT chose one out of range.
-                func slot() -> Int? {
-                    if currentSlot == nil { ignore(ignoredSlot) }
-                    return currentSlot
-                }
-                switch (type, code) {
-                case (Code.absType, Code.slot):
-                    if lowestSlot <= value, value <= highestSlot {
-                        currentSlot = value
-                    } else {
-                        currentSlot = nil
-                        ignoredSlot = value
-                        ignore(value)
-                    }
-                case (Code.absType, Code.trackingID) where multitouch:
-                    guard let slot = slot() else { continue }
-                    if value >= 0 {
-                        slots[slot].active = true
-                        slots[slot].began = true
-                        active |= 1 << slot
-                    } else {
-                        slots[slot].ended = true
-                    }
-                    changed |= 1 << slot
-                case (Code.absType, Code.positionX) where multitouch:
-                    guard let slot = slot() else { continue }
-                    slots[slot].x = value
-                    slots[slot].moved = true
-                    changed |= 1 << slot
-                case (Code.absType, Code.positionY) where multitouch:
-                    guard let slot = slot() else { continue }
-                    slots[slot].y = value
-                    slots[slot].moved = true
-                    changed |= 1 << slot
-                case (Code.absType, Code.absX) where !multitouch:
-                    slots[0].x = value
-                    slots[0].moved = true
-                    changed |= 1
-                case (Code.absType, Code.absY) where !multitouch:
-                    slots[0].y = value
-                    slots[0].moved = true
-                    changed |= 1
-                case (Code.keyType, Code.buttonTouch) where !multitouch:
-                    if value != 0 && !singleTouchDown {
-                        slots[0].active = true
-                        slots[0].began = true
-                        active |= 1
-                        changed |= 1
-                    } else if value == 0 && singleTouchDown {
-                        slots[0].ended = true
-                        changed |= 1
-                    }
-                    singleTouchDown = value != 0
-                case (Code.synType, Code.synDropped):
-                    // The kernel dropped events: every contact's state is unknown. The router cancels them, as it
-                    // does for live input.
-                    if active != 0 { result.groups.append(Group(time: time, events: [.eventsLost(device: index)])) }
-                    var reset = active | changed
-                    while reset != 0 {
-                        let slot = reset.trailingZeroBitCount
-                        reset &= reset - 1
-                        slots[slot] = Slot(x: slots[slot].x, y: slots[slot].y)
-                    }
-                    active = 0
-                    changed = 0
-                    singleTouchDown = false
-                    droppingUntilReport = true
-                case (Code.synType, Code.synReport):
-                    var touches: [InputEvent] = []
-                    while changed != 0 {
-                        let slot = changed.trailingZeroBitCount
-                        changed &= changed - 1
-                        var state = slots[slot]
-                        let position = state.x.flatMap { x in
-                            state.y.flatMap { y -> (x: Double, y: Double)? in
-                                guard
-                                    let nx = CoordinateMapper.normalise(
-                                        x, minimum: xAxis.minimum, maximum: xAxis.maximum),
-                                    let ny = CoordinateMapper.normalise(
-                                        y, minimum: yAxis.minimum, maximum: yAxis.maximum)
-                                else { return nil }
-                                return (nx, ny)
-                            }
-                        }
-                        if state.began, let position {
-                            touches.append(touch(.down, slot, time, at: position))
-                        } else if state.began {
-                            // The kernel sends an axis only when it changes, and a recording does not say where the
-                            // slot was before it started: a touch that begins where the last one before the
-                            // recording was has no position here (live, libinput knew it). Left out, and said.
-                            if result.unplacedTouches == 0 { result.firstUnplacedTime = time }
-                            result.unplacedTouches += 1
-                            state.active = false
-                            active &= ~(1 << slot)
-                        } else if state.active, state.moved, !state.began, let position {
-                            touches.append(touch(.motion, slot, time, at: position))
-                        }
-                        if state.ended {
-                            if state.active { touches.append(touch(.up, slot, time)) }
-                            slots[slot] = Slot(x: state.x, y: state.y)
-                            active &= ~(1 << slot)
-                            continue
-                        }
-                        state.began = false
-                        state.moved = false
-                        slots[slot] = state
-                    }
-                    if !touches.isEmpty { result.groups.append(Group(time: time, events: touches + [frame(time)])) }
-                default:
-                    break
+                decoder.decode(time: time, type: type, code: code, value: value, into: &decoded)
+                if !decoded.isEmpty {
+                    result.groups.append(Group(time: time, events: decoded))
+                    decoded.removeAll()
                 }
             }
         }
+        result.ignoredEvents = decoder.ignoredEvents
+        result.firstIgnoredSlot = decoder.firstIgnoredSlot
+        result.unplacedTouches = decoder.unplacedTouches
+        result.firstUnplacedTime = decoder.firstUnplacedTime
         return .success(result)
     }
 
