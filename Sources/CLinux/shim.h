@@ -35,6 +35,13 @@ static inline int touchd_epoll_add(int epoll, int fd, unsigned index) {
     return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
 }
 
+/// Removes `fd` from the epoll instance: 0, or -1 with errno.
+static inline int touchd_epoll_remove(int epoll, int fd) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, &event);
+}
+
 /// Waits up to `timeout` milliseconds (-1: no limit) as epoll_wait(2) does, and sets bit `index` of `ready` for each
 /// descriptor that is ready (readable, or in error or hung up, as poll(2)'s revents would say). Returns epoll_wait's
 /// result: how many are ready, 0 on a timeout, -1 with errno. The events stay in C: struct epoll_event is packed.

@@ -123,6 +123,18 @@ public struct GestureRecognizer: Hashable, Sendable {
             self.bounds = bounds
         }
 
+        /// A rectangle that holds every point ``holds(_:)`` holds: the strip along the edge, reaching far beyond the
+        /// bounds on the other three sides (1e12 pixels: finite, so that sums over it stay exact enough).
+        public var strip: Rect {
+            let far = 1e12
+            return switch side {
+            case .left: Rect(x: -far, y: -far, width: far + bounds.minX + margin, height: 2 * far)
+            case .right: Rect(x: bounds.maxX - margin, y: -far, width: far, height: 2 * far)
+            case .top: Rect(x: -far, y: -far, width: 2 * far, height: far + bounds.minY + margin)
+            case .bottom: Rect(x: -far, y: bounds.maxY - margin, width: 2 * far, height: far)
+            }
+        }
+
         /// Whether `point` lies within `margin` of the edge.
         public func holds(_ point: Point) -> Bool {
             switch side {

@@ -223,3 +223,140 @@ extension Scene {
             .app(AppTouchRecord(time: now, contact: contact, touch: serial, phase: phase, location: location)))
     }
 }
+
+/// What the scene is certain to hand the application for a frame, known before the frame is handled: filter mode
+/// forwards that first, and the rest of the frame's work follows (docs/kiosk.md, "Forward first"). Taken from the
+/// scene after it changed (``Scene/appForecast``); it holds until the scene changes again, and never for a frame at or
+/// after ``validUntil`` (a timer that may change what the application sees).
+///
+/// Certain are: a new touch that no control with `toApp == false` and no recognizer watching the spot may take, with
+/// room under both contact limits and no wake touch due; the moves and lift of a touch the application has down that
+/// no recognizer holds. Anything else in a frame (a cancel, a lift beside a new touch, a spot that may be held) makes
+/// the whole frame uncertain: ``predict(_:)`` says nil and the scene alone decides it, as it always did. Where a
+/// forecast is given, it is exactly what handling the frame hands the application (proven against the scene by the
+/// model's tests).
+public struct AppForecast: Hashable, Sendable {
+    /// A touch the application has down whose moves and lift are certain: its number and where the application has it.
+    public struct Continuing: Hashable, Sendable {
+        public var touch: UInt64
+        public var location: Point
+    }
+
+    /// The scene's time: an earlier frame is not forecast.
+    public var now: Instant
+    /// The scene's next timer: a frame at or after it is not forecast.
+    public var validUntil: Instant?
+    /// The number the next new touch gets.
+    public var nextTouch: UInt64
+    /// How many new touches may begin and reach the application at once (both contact limits, the wake touch).
+    public var newTouchRoom: Int
+    /// With nothing down, a new touch at or after this instant is a wake touch: not forecast.
+    public var newTouchesBefore: Instant?
+    /// Where a new touch may be held or kept from the application (output pixels, with a pixel to spare), and whether
+    /// that is everywhere.
+    public var holds: [Rect]
+    public var holdsEverywhere: Bool
+    /// The contacts down in the scene.
+    public var contactsDown: [ContactID]
+    public var continuing: [ContactID: Continuing]
+
+    /// A forecast that forecasts nothing.
+    public static let none = AppForecast(
+        now: .zero, validUntil: nil, nextTouch: 0, newTouchRoom: 0, newTouchesBefore: nil, holds: [],
+        holdsEverywhere: true, contactsDown: [], continuing: [:])
+
+    /// What the application gets from `frame` when that is certain; nil when the scene must decide it.
+    public func predict(_ frame: Frame) -> [AppTouchRecord]? {
+        guard !frame.samples.isEmpty, frame.time >= now, validUntil.map({ frame.time < $0 }) ?? true else { return nil }
+        let time = frame.time
+        var records: [AppTouchRecord] = []
+        var began = 0
+        var ended = false
+        for (index, sample) in frame.samples.enumerated() {
+            // A contact twice in one frame is not what the input layer gives: the scene decides.
+            guard !frame.samples[..<index].contains(where: { $0.contact == sample.contact }) else { return nil }
+            switch sample.phase {
+            case .began:
+                guard !ended, began < newTouchRoom, !holdsEverywhere, let location = sample.location,
+                    location.isFinite, !contactsDown.contains(sample.contact),
+                    !holds.contains(where: { $0.contains(location) })
+                else { return nil }
+                if contactsDown.isEmpty, began == 0, let before = newTouchesBefore, time >= before { return nil }
+                let touch = nextTouch &+ UInt64(began)
+                records.append(
+                    AppTouchRecord(time: time, contact: sample.contact, touch: touch, phase: .down, location: location))
+                began += 1
+            case .moved:
+                guard let touch = continuing[sample.contact], let location = sample.location, location.isFinite
+                else { return nil }
+                records.append(
+                    AppTouchRecord(
+                        time: time, contact: sample.contact, touch: touch.touch, phase: .move, location: location))
+            case .ended:
+                guard began == 0, let touch = continuing[sample.contact] else { return nil }
+                ended = true
+                if let location = sample.location {
+                    guard location.isFinite else { return nil }
+                    if location != touch.location {
+                        records.append(
+                            AppTouchRecord(
+                                time: time, contact: sample.contact, touch: touch.touch, phase: .move,
+                                location: location))
+                    }
+                }
+                records.append(
+                    AppTouchRecord(time: time, contact: sample.contact, touch: touch.touch, phase: .up, location: nil))
+            case .cancelled:
+                return nil
+            }
+        }
+        return records
+    }
+}
+
+extension Scene {
+    /// What the scene is certain to hand the application for the next frame (``AppForecast``), as it stands now.
+    public var appForecast: AppForecast {
+        guard let settings = settings.app else { return .none }
+        var room = self.settings.maximumContacts - contacts.count
+        if settings.maximumContacts > 0 { room = Swift.min(room, settings.maximumContacts - app.touches.count) }
+        if app.swallowing { room = 0 }
+        var holds: [Rect] = []
+        var everywhere = false
+        for index in slots.indices where !slots[index].control.toApp && isTouchable(index) {
+            holds.append(Self.spared(slots[index].control.shape.boundingBox))
+        }
+        for index in recognizers.indices where isWatching(index) {
+            // A swipe from an edge takes a sequence's first touch only on its strip (``takes(_:at:)``).
+            if !recognizers[index].progress.isEngaged, case .swipe(let swipe) = recognizers[index].recognizer.kind,
+                let edge = swipe.edge
+            {
+                holds.append(Self.spared(edge.strip))
+                continue
+            }
+            guard let region = recognizers[index].region else {
+                everywhere = true
+                break
+            }
+            holds.append(Self.spared(region.boundingBox))
+        }
+        var continuing: [ContactID: AppForecast.Continuing] = [:]
+        for (serial, touch) in app.touches where touch.phase == .shown {
+            guard !recognizers.contains(where: { $0.progress.holds(serial) }) else { continue }
+            continuing[touch.contact] = AppForecast.Continuing(touch: serial, location: touch.location)
+        }
+        var wake: Instant?
+        if settings.swallowAfterIdle > 0 && !app.swallowing {
+            wake = app.idleSince.advanced(by: settings.swallowAfterIdle)
+        }
+        return AppForecast(
+            now: now, validUntil: nextDeadline, nextTouch: nextSerial, newTouchRoom: Swift.max(0, room),
+            newTouchesBefore: wake, holds: holds, holdsEverywhere: everywhere, contactsDown: Array(contacts.keys),
+            continuing: continuing)
+    }
+
+    /// A shape's bounding box with a pixel to spare on each side: a point on a shape's edge is inside it.
+    private static func spared(_ box: Rect) -> Rect {
+        Rect(x: box.minX - 1, y: box.minY - 1, width: box.width + 2, height: box.height + 2)
+    }
+}

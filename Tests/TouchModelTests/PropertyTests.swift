@@ -47,7 +47,8 @@ struct PropertyTests {
         "fader": ["other"], "segments": [], "overlap": ["main"], "ell": [],
     ]
 
-    static func makeScene(dragOutset: Double) throws -> Scene {
+    /// `app`: filter mode's application beneath the controls (then `ell` keeps its touches from it).
+    static func makeScene(dragOutset: Double, app: AppSettings? = nil) throws -> Scene {
         var table = TargetActionTable()
         table.add(target: .target("sink"), action: "any", for: .allEvents)
         table.add(target: .responderChain, action: "tap", for: [.touchUpInside, .primaryActionTriggered])
@@ -86,7 +87,8 @@ struct PropertyTests {
             Control(
                 id: "overlap", shape: .rect(Rect(x: 120, y: 80, width: 100, height: 60)), parent: "main", z: 1,
                 dragOutset: 0, actions: table),
-            Control(id: "ell", shape: .polygon(ell), dragOutset: dragOutset, actions: table),
+            Control(
+                id: "ell", shape: .polygon(ell), dragOutset: dragOutset, actions: table, toApp: app == nil),
         ]
         return try Scene(
             controls: controls,
@@ -97,7 +99,7 @@ struct PropertyTests {
                 Target(name: "sink", actions: .all), Target(name: "picky", respondsTo: ["tap"]),
                 Target(name: "app", respondsTo: ["tap", "changed"]),
             ],
-            settings: Scene.Settings(maximumContacts: 4, stuckContactTimeout: 2_000_000))
+            settings: Scene.Settings(maximumContacts: 4, stuckContactTimeout: 2_000_000, app: app))
     }
 
     // MARK: - Operations

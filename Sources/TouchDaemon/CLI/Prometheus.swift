@@ -27,6 +27,8 @@ enum PrometheusExposition {
         ("actions", counter("actions_total", "Actions fired, handled or not.")),
         ("unhandled_actions", counter("unhandled_actions_total", "Actions with no target and no responder.")),
         ("contacts_over_limit", counter("contacts_over_limit_total", "Contacts ignored: max_contacts were down.")),
+        ("forwarded_first", counter("forwarded_first_total", "Filter mode: frames forwarded before handling.")),
+        ("forecast_misses", counter("forecast_misses_total", "Filter mode: forwarded first, not then made.")),
         ("diagnostics", counter("diagnostics_total", "Diagnostics reported about the input.")),
         ("reloads", counter("reloads_total", "Configuration reloads taken.")),
         ("reload_failures", counter("reload_failures_total", "Configuration reloads refused.")),

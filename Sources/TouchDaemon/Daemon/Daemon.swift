@@ -13,7 +13,15 @@ final class Daemon {
     private let configurationPath: String
     /// `--strict-permissions`: a reload refuses a file others can change, as the start did.
     private let strictPermissions: Bool
-    private(set) var engine: Engine
+    private(set) var engine: Engine {
+        // Any change may change what is certain to reach the application: the forecasts are made anew before the
+        // next frame (refreshForecasts()).
+        didSet { forecastsStale = true }
+    }
+    /// Filter mode's forwarding first (EdgeForecast): what each edge panel's next frame may forward before the engine
+    /// handles it, made after every change of the engine, off the touch's path.
+    private var forecasts: SmallMap<Int, EdgeForecast> = [:]
+    private var forecastsStale = true
     let logger: Logger
     private let notifier: Notifier
     /// Socket targets and commands.
@@ -43,6 +51,10 @@ final class Daemon {
     private var reloadRequesters: [ControlRequester] = []
     /// Frames that could not be written to a twin (filter mode), for the log's rate limit.
     private var forwardFailures = 0
+    /// The loop's wait, once it runs: filter mode's edge panels join and leave it (``syncEdges()``).
+    private var waiting: ReadyWait?
+    /// The edge panels in the wait, by device id: their descriptors and their places in the wait's mask (63 down).
+    private var edgeWaits: SmallMap<Int, (fd: Int32, index: Int)> = [:]
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
     private var suspendWatch = SuspendWatch()
     /// Whether the input thread sends under SCHED_IDLE, so that the target it wakes runs at once on its CPU
@@ -174,6 +186,9 @@ final class Daemon {
         events.reserveCapacity(8)
         var effects: [Effect] = []
         effects.reserveCapacity(8)
+        self.waiting = waiting
+        // Panels grabbed during the first dispatch, before the wait existed.
+        syncEdges()
         while true {
             pingWatchdogIfDue()
             let ready = waiting.wait(timeout: timeout())
@@ -197,6 +212,22 @@ final class Daemon {
                     self.reload()
                     rescanIfNoTouchscreen()
                 }
+            }
+            // Filter mode's grabbed panels that touchd reads itself (EdgePanel.swift): the application's touches.
+            for (id, entry) in edgeWaits where ready.contains(entry.index) {
+                guard let edge = input.edges[id] else { continue }
+                edge.read { frame in
+                    // What is certain to reach the application goes to the twin first; the engine then handles the
+                    // frame, and its scene makes what was written.
+                    let first = forecasts[id]?.twinFrame(for: frame)
+                    if let first { forwardToTwin(first) }
+                    engine.handle(taking: &frame, now: wokeAt, into: &effects, forwardedFirst: first)
+                    perform(taking: &effects)
+                    handOver()
+                    refreshForecasts()
+                    return input.edges[id] === edge
+                }
+                if let failure = edge.failure { edgeFailed(id, errno: failure) }
             }
             if ready.contains(0) {
                 input.dispatch(into: &events)
@@ -228,6 +259,7 @@ final class Daemon {
             if engine.nextDeadline != nil { perform(engine.advance(to: monotonicMicroseconds())) }
             // What this wake-up's device changes, control notes and deadlines caused.
             handOver()
+            refreshForecasts()
         }
     }
 
@@ -296,21 +328,74 @@ final class Daemon {
             guard let input else { return }
             perform(engine.filterApplied(input.applyFilter(devices, cancelWith: cancelWith, axes: axes)))
             updateSiblingGrabs()
+            syncEdges()
         case .forward(let frame):
-            // Same loop turn as the input frame: no thread hop on the application's path.
-            if let code = input?.forward(frame) {
-                // A twin that stopped taking frames fails on every touch: say so once, then every 1000th time.
-                forwardFailures &+= 1
-                if forwardFailures == 1 || forwardFailures % 1000 == 0 {
-                    logger.warning(
-                        "cannot forward a frame to the application",
-                        metadata: [
-                            "device": "\(frame.device)", "errno": "\(LibinputContext.errnoText(code))",
-                            "failures": "\(forwardFailures)",
-                        ])
-                }
+            forwardToTwin(frame)
+        }
+    }
+
+    /// Writes a frame to its twin, in the loop's turn: no thread hop on the application's path.
+    private func forwardToTwin(_ frame: TwinFrame) {
+        guard let code = input?.forward(frame) else { return }
+        // A twin that stopped taking frames fails on every touch: say so once, then every 1000th time.
+        forwardFailures &+= 1
+        if forwardFailures == 1 || forwardFailures % 1000 == 0 {
+            logger.warning(
+                "cannot forward a frame to the application",
+                metadata: [
+                    "device": "\(frame.device)", "errno": "\(LibinputContext.errnoText(code))",
+                    "failures": "\(forwardFailures)",
+                ])
+        }
+    }
+
+    /// Makes each edge panel's forecast anew when the engine changed since (EdgeForecast).
+    private func refreshForecasts() {
+        guard forecastsStale else { return }
+        forecastsStale = false
+        forecasts.removeAll()
+        for id in edgeWaits.keys { forecasts[id] = engine.edgeForecast(for: id) }
+    }
+
+    /// Puts filter mode's new edge panels in the loop's wait and takes out those let go of (before their descriptors
+    /// close), and hands the engine the cancels of contacts that were down on a panel let go of.
+    private func syncEdges() {
+        guard let input, let waiting else { return }
+        for edge in input.takeRetiredEdges() {
+            if let entry = edgeWaits[edge.device], entry.fd == edge.fd {
+                waiting.remove(edge.fd)
+                edgeWaits[edge.device] = nil
             }
         }
+        for (id, edge) in input.edges where edgeWaits[id]?.fd != edge.fd {
+            if let stale = edgeWaits[id] { waiting.remove(stale.fd) }
+            let used = Set(edgeWaits.values.map(\.index))
+            // The fixed descriptors take the mask's low places; the edges take the high ones.
+            guard let index = (32..<64).reversed().first(where: { !used.contains($0) }) else { continue }
+            if let code = waiting.add(edge.fd, index: index) {
+                logger.error(
+                    "cannot wait on a filtered touchscreen: the application gets none of its touches",
+                    metadata: ["device": "\(id)", "errno": "\(LibinputContext.errnoText(code))"])
+                continue
+            }
+            edgeWaits[id] = (edge.fd, index)
+            forecastsStale = true
+        }
+        if !input.edgeLeftovers.isEmpty {
+            let leftovers = input.edgeLeftovers
+            input.edgeLeftovers = []
+            perform(engine.handle(leftovers, now: monotonicMicroseconds()))
+        }
+    }
+
+    /// An edge panel's read failed (the device went away, most often): out of the wait, which would otherwise wake for
+    /// it at once forever. libinput reports the removal, and the engine lets go of the panel then.
+    private func edgeFailed(_ id: Int, errno code: Int32) {
+        guard let entry = edgeWaits.removeValue(forKey: id) else { return }
+        waiting?.remove(entry.fd)
+        logger.log(
+            level: code == ENODEV ? .info : .warning, "a filtered touchscreen stopped answering",
+            metadata: ["device": "\(id)", "errno": "\(LibinputContext.errnoText(code))"])
     }
 
     /// The speech server became available or unavailable (Daemon+Speech.swift): the engine's input (speech mode may
@@ -486,6 +571,7 @@ final class Daemon {
                 "frames": "\(statistics.frames)", "actions": "\(statistics.actions)",
                 "unhandled_actions": "\(statistics.unhandledActions)",
                 "contacts_over_limit": "\(statistics.contactsOverLimit)",
+                "forwarded_first": "\(statistics.forwardedFirst)", "forecast_misses": "\(statistics.forecastMisses)",
                 "reloads": "\(statistics.reloads)", "reload_failures": "\(statistics.reloadFailures)",
                 "libinput_lost_event_warnings": "\(input?.lostEventWarnings ?? 0)",
             ])

@@ -18,6 +18,8 @@ enum TapPathWarmUp {
     struct Reached: Equatable {
         var messages = 0
         var forwarded = 0
+        /// Frames forwarded first (filter mode's edge: EdgeForecast).
+        var forwardedFirst = 0
     }
 
     @discardableResult
@@ -43,22 +45,35 @@ enum TapPathWarmUp {
         let points =
             enabled.map(\.shape.boundingBox.center)
             + [Point(x: Double(configuration.output.width) / 2, y: Double(configuration.output.height) / 2)]
+        // The taps' events come out of the decoder a grabbed panel's go through (EdgePanel), and in filter mode each
+        // frame asks the forecast first, as the loop does.
+        let axis = EvdevTouchDecoder.Axis(minimum: 0, maximum: 4095)
+        var decoder = EvdevTouchDecoder(
+            device: device.id, multitouch: true, x: axis, y: axis, slotRange: (0, 9),
+            seatSlotBase: EdgePanel.seatSlotBase(device: 0))
+        var reached = Reached()
+        typealias Code = EvdevTouchDecoder.Code
         for point in points {
-            guard let (x, y) = mapper.unmap(point) else { continue }
-            for kind in [TouchEvent.Kind.down, .up] {
+            guard let (x, y) = mapper.unmap(point), let rawX = raw(x), let rawY = raw(y) else { continue }
+            for down in [true, false] {
                 now += 60_000
-                let (px, py): (Double?, Double?) = kind == .down ? (x, y) : (nil, nil)
-                effects += engine.handle(
-                    [
-                        .touch(TouchEvent(device: device.id, kind: kind, seatSlot: 0, slot: 0, time: now, x: px, y: py)),
-                        .touch(TouchEvent(device: device.id, kind: .frame, seatSlot: -1, slot: -1, time: now)),
-                    ], now: now)
+                var events: [InputEvent] = []
+                let time = Instant(microseconds: now)
+                let codes =
+                    down
+                    ? [(Code.trackingID, 1), (Code.positionX, rawX), (Code.positionY, rawY)] : [(Code.trackingID, -1)]
+                for (code, value) in codes {
+                    decoder.decode(time: time, type: Code.absType, code: code, value: value, into: &events)
+                }
+                decoder.decode(time: time, type: Code.synType, code: Code.synReport, value: 0, into: &events)
+                let first = engine.edgeForecast(for: device.id)?.twinFrame(for: events)
+                if first != nil { reached.forwardedFirst &+= 1 }
+                effects += engine.handle(events, now: now, forwardedFirst: first)
             }
             // Out of the touchDownRepeat window: each tap a first tap.
             now += 1_000_000
             effects += engine.advance(to: now)
         }
-        var reached = Reached()
         // Built once: the property makes a new table on every read.
         let targets = configuration.socketTargets
         for effect in effects {
@@ -74,5 +89,11 @@ enum TapPathWarmUp {
             }
         }
         return reached
+    }
+
+    /// A normalised position on the scratch panel's 0…4095 axes; nil when not finite.
+    private static func raw(_ normalised: Double) -> Int? {
+        let value = (normalised * 4096).rounded()
+        return value.isFinite ? Int(exactly: min(4095, max(0, value))) : nil
     }
 }

@@ -357,6 +357,8 @@ extension Engine {
         line.add("actions", statistics.actions)
         line.add("unhandled_actions", statistics.unhandledActions)
         line.add("contacts_over_limit", statistics.contactsOverLimit)
+        line.add("forwarded_first", statistics.forwardedFirst)
+        line.add("forecast_misses", statistics.forecastMisses)
         line.add("diagnostics", statistics.diagnostics)
         line.add("reloads", statistics.reloads)
         line.add("reload_failures", statistics.reloadFailures)

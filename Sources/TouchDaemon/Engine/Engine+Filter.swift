@@ -272,7 +272,7 @@ extension Engine {
             var slot = -1
             // A scene numbers its touches from 0, and a reload makes a new scene while the application may still
             // hold a touch of the old one (``FilterState/following``): the twin's number carries the generation.
-            let appTouch = UInt64(truncatingIfNeeded: generation) &<< 48 | (record.touch & 0xFFFF_FFFF_FFFF)
+            let appTouch = Self.appTouch(record.touch, generation: generation)
             if record.phase == .down {
                 // A tap speech mode synthesizes goes to the twin of the touchscreen last explored on.
                 guard let origin = router.origin(of: record.contact) ?? syntheticOrigin(of: record.contact)
@@ -294,6 +294,14 @@ extension Engine {
             let position = record.location.flatMap { twinPosition(of: $0, on: device) }
             let change = TwinChange(
                 touch: appTouch, phase: record.phase, slot: slot, x: position?.x, y: position?.y)
+            // Written already, before the frame was handled (EdgeForecast): the scene made it, as forecast.
+            if let first = forwardedFirst, first.device == device,
+                let index = first.changes.firstIndex(where: { $0.touch == appTouch && $0.phase == record.phase })
+            {
+                forwardedFirst?.changes.remove(at: index)
+                if forwardedFirst?.changes.isEmpty == true { forwardedFirst = nil }
+                continue
+            }
             if let index = frames.firstIndex(where: { $0.device == device }) {
                 frames[index].changes.append(change)
             } else {
@@ -301,5 +309,104 @@ extension Engine {
             }
         }
         effects += frames.map { .forward($0) }
+    }
+}
+
+/// Filter mode's forwarding first (docs/kiosk.md, "Forward first"): what the edge may write to a panel's twin as soon as
+/// it has read a frame, before the engine handles it. The engine makes it after every change (``Engine/edgeForecast(for:)``)
+/// from the scene's ``AppForecast``; the edge asks it with the frame's touch events, and hands the engine what it wrote,
+/// which the scene then makes and ``Engine/forward(_:into:)`` does not write again. Where the frame is not certain (a
+/// spot a control or recognizer may hold, a limit, a wake touch, speech mode, a timer due) it says nil, and the frame
+/// goes the whole way through the engine first, as it always did.
+struct EdgeForecast: Sendable {
+    var device: Int
+    var app: AppForecast
+    var mapper: CoordinateMapper
+    var generation: Int
+    var twinSpace: Configuration.Filter.TwinSpace
+    var output: Configuration.Output
+
+    /// The twin frame for one frame of the panel's touch events (as the edge decoded them: touches, then the frame),
+    /// when all of it is certain; nil otherwise. The router's reading of the same events, without the router.
+    func twinFrame(for events: [InputEvent]) -> TwinFrame? {
+        var samples: [ContactSample] = []
+        var slots: [(contact: ContactID, slot: Int)] = []
+        var time: Instant?
+        for event in events {
+            guard case .touch(let touch) = event, touch.device == device else { return nil }
+            switch touch.kind {
+            case .down:
+                guard let x = touch.x, let y = touch.y, let point = mapper.map(x: x, y: y) else { return nil }
+                samples.append(.began(touch.seatSlot, at: point))
+                slots.append((touch.seatSlot, touch.slot))
+            case .motion:
+                guard let x = touch.x, let y = touch.y, let point = mapper.map(x: x, y: y) else { return nil }
+                samples.append(.moved(touch.seatSlot, to: point))
+            case .up:
+                samples.append(.ended(touch.seatSlot))
+            case .cancel:
+                return nil
+            case .frame:
+                time = Instant(microseconds: touch.time)
+            }
+        }
+        guard let time, let records = app.predict(Frame(time: time, samples: samples)), !records.isEmpty
+        else { return nil }
+        var changes: [TwinChange] = []
+        for record in records {
+            let slot = record.phase == .down ? slots.first { $0.contact == record.contact }?.slot ?? -1 : -1
+            let position = record.location.flatMap { point -> (x: Double, y: Double)? in
+                switch twinSpace {
+                case .device: mapper.unmap(point)
+                case .output: OutputAxes.normalised(point, on: output)
+                }
+            }
+            changes.append(
+                TwinChange(
+                    touch: Engine.appTouch(record.touch, generation: generation), phase: record.phase, slot: slot,
+                    x: position?.x, y: position?.y))
+        }
+        return TwinFrame(device: device, changes: changes)
+    }
+}
+
+extension Engine {
+    /// The number of an application touch on the twin: the scene's number, with the generation in the top 16 bits
+    /// (a reload makes a new scene, which numbers its touches from 0, while the application may hold an old one).
+    static func appTouch(_ touch: UInt64, generation: Int) -> UInt64 {
+        UInt64(truncatingIfNeeded: generation) &<< 48 | (touch & 0xFFFF_FFFF_FFFF)
+    }
+
+    /// What the edge may forward first from `device`'s next frame (``EdgeForecast``); nil when nothing can be: the
+    /// panel is not filtered, speech mode or the wake touch has the touches, or the application is not there.
+    func edgeForecast(for device: Int) -> EdgeForecast? {
+        guard configuration.filter.enabled, filter.filtered.contains(device), !speechIntercepts, !idleClock.isIdle,
+            idleClock.wakeContacts.isEmpty, let mapper = router.mapper(for: device)
+        else { return nil }
+        var app = scene.appForecast
+        // The engine's own timers (idle, speech) too: a frame at or after the next is not forecast.
+        app.validUntil = nextDeadline
+        return EdgeForecast(
+            device: device, app: app, mapper: mapper, generation: generation,
+            twinSpace: configuration.filter.twinSpace, output: configuration.output)
+    }
+
+    /// Changes the edge wrote first that the scene did not make: said as an error, and a touch-down cancelled for the
+    /// application, so that no touch is left down there. Never expected: the forecast is proven against the scene.
+    mutating func forecastMissed(into effects: inout [Effect]) {
+        guard let missed = forwardedFirst else { return }
+        forwardedFirst = nil
+        statistics.forecastMisses &+= missed.changes.count
+        effects.append(
+            .log(
+                .error, "touchd forwarded first what the scene did not then hand the application",
+                [
+                    "device": "\(missed.device)",
+                    "changes": "\(missed.changes.map { "\($0.touch):\($0.phase.rawValue)" }.joined(separator: ","))",
+                ]))
+        let cancels = missed.changes.filter { $0.phase == .down }.map {
+            TwinChange(touch: $0.touch, phase: .cancel, slot: -1, x: nil, y: nil)
+        }
+        if !cancels.isEmpty { effects.append(.forward(TwinFrame(device: missed.device, changes: cancels))) }
     }
 }

@@ -74,6 +74,11 @@ struct Engine {
         var diagnostics = 0
         var reloads = 0
         var reloadFailures = 0
+        /// Frames whose application part went to the twin before the engine handled them (``EdgeForecast``).
+        var forwardedFirst = 0
+        /// Forwarded-first changes the scene then did not make: never expected (the forecast is proven against the
+        /// scene); each is logged as an error and its touch cancelled for the application.
+        var forecastMisses = 0
     }
 
     private(set) var configuration: Configuration
@@ -90,6 +95,9 @@ struct Engine {
     private(set) var sceneDeadline: Instant?
     /// `[idle]`'s clock (Engine+Idle.swift).
     var idleClock = IdleClock()
+    /// The twin changes the edge wrote for the frame being handled, before the engine handled it (``EdgeForecast``):
+    /// the scene makes them, and ``forward(_:into:)`` writes them no second time.
+    var forwardedFirst: TwinFrame?
     /// Explore by touch: speech mode (Engine+Speech.swift).
     var speech = SpeechModeState()
     /// When the engine next needs ``advance(to:)``, if ever: the scene's deadline, idle's or speech mode's.
@@ -151,10 +159,10 @@ struct Engine {
 
     /// Handles one dispatch's worth of decoded input events; `now` is the monotonic time (microseconds) they were
     /// read at, used for the router's own notes (a removed device's cancellations).
-    mutating func handle(_ events: [InputEvent], now: UInt64) -> [Effect] {
+    mutating func handle(_ events: [InputEvent], now: UInt64, forwardedFirst: TwinFrame? = nil) -> [Effect] {
         var events = events
         var effects: [Effect] = []
-        handle(taking: &events, now: now, into: &effects)
+        handle(taking: &events, now: now, into: &effects, forwardedFirst: forwardedFirst)
         return effects
     }
 
@@ -162,7 +170,17 @@ struct Engine {
     /// to `effects`: the input loop's way, with one array of events and one of effects kept for every batch. Each
     /// event, each router note and each scene output is moved from one step to the next, never copied: a copy of one
     /// of these enums is a call to its copy witness, a switch over every case.
-    mutating func handle(taking events: inout [InputEvent], now: UInt64, into effects: inout [Effect]) {
+    ///
+    /// `forwardedFirst`: the twin changes the edge already wrote for these events (``edgeForecast(for:)``), which the
+    /// scene now makes.
+    mutating func handle(
+        taking events: inout [InputEvent], now: UInt64, into effects: inout [Effect], forwardedFirst: TwinFrame? = nil
+    ) {
+        if let forwardedFirst {
+            statistics.forwardedFirst &+= 1
+            self.forwardedFirst = forwardedFirst
+        }
+        defer { if self.forwardedFirst != nil { forecastMissed(into: &effects) } }
         // The router's notes go into one array kept between batches, taken out of the engine while it is read (the
         // loop below changes the engine).
         var notes = routerNotes

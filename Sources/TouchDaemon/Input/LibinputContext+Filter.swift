@@ -188,6 +188,7 @@ extension LibinputContext {
                 cancelWith: cancelWith, axes: axes)
             if let twinNode = twin.devnode { nodes.twins.insert(twinNode) }
             filtered[device.id] = (evdev, twin)
+            readAtEdge(device, evdev: evdev, fd: fd, handle: handle, calibration: matrix.map(Double.init))
             return .grabbed
         } catch {
             libevdev_grab(evdev, LIBEVDEV_UNGRAB)
@@ -203,10 +204,59 @@ extension LibinputContext {
         return down > 0 ? Int(down) : 0
     }
 
+    /// Takes a grabbed panel's reading from libinput when the edge can read it (EdgePanel.swift); otherwise libinput
+    /// reads it as before. libinput, told to stop sending the device's events, closes its descriptor: touchd's
+    /// duplicate keeps the open file, and the grab with it.
+    private func readAtEdge(
+        _ device: DeviceInfo, evdev: OpaquePointer, fd: Int32, handle: OpaquePointer, calibration: [Double]
+    ) {
+        guard EdgePanel.canRead(evdev) else { return }
+        let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard own >= 0 else {
+            logger.warning(
+                "cannot duplicate a filtered touchscreen's descriptor: libinput reads it",
+                metadata: ["device.sysname": "\(device.sysname)", "reason": "\(Self.errnoText())"])
+            return
+        }
+        _ = libevdev_change_fd(evdev, own)
+        let status = libinput_device_config_send_events_set_mode(
+            handle, UInt32(LIBINPUT_CONFIG_SEND_EVENTS_DISABLED.rawValue))
+        guard status == LIBINPUT_CONFIG_STATUS_SUCCESS else {
+            _ = libevdev_change_fd(evdev, fd)
+            close(own)
+            logger.warning(
+                "libinput cannot stop reading a filtered touchscreen: it reads it",
+                metadata: ["device.sysname": "\(device.sysname)"])
+            return
+        }
+        edges[device.id] = EdgePanel(evdev: evdev, fd: own, device: device.id, calibration: calibration)
+        logger.info(
+            "touchd reads the filtered touchscreen itself; libinput keeps its description",
+            metadata: ["device.sysname": "\(device.sysname)", "device.name": "\(device.name)"])
+    }
+
+    /// The edge panels let go of since the last call, for the loop to take out of its wait; they close their
+    /// descriptors when the caller drops them.
+    func takeRetiredEdges() -> [EdgePanel] {
+        defer { retiredEdges = [] }
+        return retiredEdges
+    }
+
     private func release(_ id: Int) {
         guard let (evdev, twin) = filtered.removeValue(forKey: id) else { return }
-        // The descriptor may be closed already (the device went away): the grab went with it.
-        if nodes.opened.values.contains(libevdev_get_fd(evdev)) { libevdev_grab(evdev, LIBEVDEV_UNGRAB) }
+        if let edge = edges.removeValue(forKey: id) {
+            // Its contacts end for the engine; libinput reads the panel again (when it is still there).
+            edge.finish(at: monotonicMicroseconds(), into: &edgeLeftovers)
+            if edge.failure == nil { libevdev_grab(evdev, LIBEVDEV_UNGRAB) }
+            if let handle = devices.first(where: { $0.value.id == id })?.key {
+                _ = libinput_device_config_send_events_set_mode(
+                    handle, UInt32(LIBINPUT_CONFIG_SEND_EVENTS_ENABLED.rawValue))
+            }
+            retiredEdges.append(edge)
+        } else if nodes.opened.values.contains(libevdev_get_fd(evdev)) {
+            // The descriptor may be closed already (the device went away): the grab went with it.
+            libevdev_grab(evdev, LIBEVDEV_UNGRAB)
+        }
         libevdev_free(evdev)
         if let node = twin.devnode { nodes.twins.remove(node) }
         releaseSiblings(of: id)

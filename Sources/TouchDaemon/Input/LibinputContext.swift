@@ -25,6 +25,14 @@ final class LibinputContext {
     let nodes: DeviceNodes
     /// Filter mode: the grabbed touchscreens and their twins, by touchd's device id.
     var filtered: SmallMap<Int, (evdev: OpaquePointer, twin: Twin)> = [:]
+    /// Filter mode: the grabbed panels touchd reads itself instead of libinput, by device id (EdgePanel.swift). The
+    /// loop waits on their descriptors.
+    var edges: SmallMap<Int, EdgePanel> = [:]
+    /// Edge panels let go of, for the loop to take out of its wait before they close their descriptors
+    /// (``takeRetiredEdges()``).
+    var retiredEdges: [EdgePanel] = []
+    /// The cancels of contacts that were down on an edge panel let go of, for the loop to hand the engine.
+    var edgeLeftovers: [InputEvent] = []
     /// Filter mode with `[filter] grab_siblings`: the sibling pointer nodes grabbed beside each filtered touchscreen,
     /// by its device id. touchd opened each itself (libinput does not read pointers for touchd) and never reads it.
     var siblingGrabs: SmallMap<Int, [SiblingGrab]> = [:]
@@ -40,6 +48,9 @@ final class LibinputContext {
     /// more than decoding it.
     private var deviceIDs: SmallMap<OpaquePointer, Int> = [:]
     private var nextDeviceID = 1
+
+    /// The daemon's logger, for what the input layer says itself.
+    var logger: Logger { relay.logger }
 
     /// The seat whose devices this context reads.
     let seat: String

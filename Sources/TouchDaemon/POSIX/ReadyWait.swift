@@ -37,6 +37,19 @@ final class ReadyWait {
         close(epoll)
     }
 
+    /// Adds a descriptor later (filter mode's panels read at the edge) as number `index` (0–63) of the mask; the errno
+    /// of a failure, nil on success.
+    func add(_ descriptor: Int32, index: Int) -> Int32? {
+        guard (0..<64).contains(index) else { return EINVAL }
+        return touchd_epoll_add(epoll, descriptor, UInt32(index)) == 0 ? nil : errno
+    }
+
+    /// Takes a descriptor out of the wait, before it is closed (a descriptor that another still shares stays in an
+    /// epoll set after its own close).
+    func remove(_ descriptor: Int32) {
+        _ = touchd_epoll_remove(epoll, descriptor)
+    }
+
     /// Waits at most `timeout` milliseconds (-1: no limit) for any descriptor to be ready.
     func wait(timeout: Int32) -> Ready {
         var mask: UInt64 = 0

@@ -31,8 +31,10 @@ struct TapPathWarmUpTests {
         let reached = TapPathWarmUp.run(configuration)
         // Button a's touchDown and touchUpInside (allTouchEvents), button b's likewise.
         #expect(reached.messages >= 4)
-        // The tap on the output's centre, on empty space, goes to the application: its down and its lift.
-        #expect(reached.forwarded >= 2)
+        // The tap on the output's centre, on empty space, goes to the application: its down and its lift, certain, so
+        // forwarded first (the loop writes those; the engine makes them and writes nothing more).
+        #expect(reached.forwardedFirst >= 2)
+        #expect(reached.forwarded == 0)
     }
 
     @Test("the real engine sees nothing of it")

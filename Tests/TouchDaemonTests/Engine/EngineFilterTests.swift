@@ -238,4 +238,50 @@ struct EngineFilterTests {
         let next = Self.frames(driver.tap(at: 500, 500))
         #expect(next.count == 2 && next.first?.changes.first?.touch != touch)
     }
+
+    @Test("forwarding first: what the forecast writes is what the engine would have, and it is not written twice")
+    func forwardsFirst() throws {
+        var driver = try Self.filtering()
+        // A tap on empty space and on control a (to the app), a drag: each frame forecast, and the same frames as the
+        // engine alone gives.
+        for changes: [EngineHarness.Driver.Change] in [
+            [.down(0, 500, 600)], [.move(0, 520, 610)], [.up(0)], [.down(1, 150, 150)], [.up(1)],
+        ] {
+            var alone = driver
+            let expected = Self.frames(alone.frame(changes))
+            let events = driver.events(changes)
+            let forecast = try #require(driver.engine.edgeForecast(for: 1))
+            let first = try #require(forecast.twinFrame(for: events), "\(changes)")
+            #expect([first] == expected)
+            let effects = driver.engine.handle(
+                events, now: driver.now + 300, forwardedFirst: first)
+            #expect(Self.frames(effects).isEmpty)
+        }
+        #expect(driver.engine.statistics.forwardedFirst == 5)
+        #expect(driver.engine.statistics.forecastMisses == 0)
+        // The admin press's corner and the left edge's strip may be held: decided by the scene alone.
+        let forecast = try #require(driver.engine.edgeForecast(for: 1))
+        #expect(forecast.twinFrame(for: driver.events([.down(0, 50, 900)])) == nil)
+        #expect(forecast.twinFrame(for: driver.events([.down(0, 10, 500)])) == nil)
+        // Another touchscreen's frame, or one that is not filtered: nothing.
+        #expect(forecast.twinFrame(for: driver.events([.down(0, 500, 500)], device: 2)) == nil)
+        #expect(driver.engine.edgeForecast(for: 2) == nil)
+    }
+
+    @Test("a change forwarded first that the scene does not make is said as an error and its touch cancelled")
+    func forecastMiss() throws {
+        var driver = try Self.filtering()
+        // A touch-down on control kept from nobody, but handed over as if written first for another touch number.
+        let events = driver.events([.down(0, 500, 500)])
+        let wrong = TwinFrame(
+            device: 1, changes: [TwinChange(touch: 1 << 47, phase: .down, slot: 0, x: 0.5, y: 0.5)])
+        let effects = driver.engine.handle(events, now: driver.now + 300, forwardedFirst: wrong)
+        #expect(driver.engine.statistics.forecastMisses == 1)
+        #expect(
+            effects.contains {
+                if case .log(.error, let message, _) = $0 { message.contains("forwarded first") } else { false }
+            })
+        // The real touch-down is forwarded as usual, and the wrong one cancelled.
+        #expect(Self.frames(effects).flatMap { $0.changes.map(\.phase) } == [.down, .cancel])
+    }
 }

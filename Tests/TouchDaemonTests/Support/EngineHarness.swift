@@ -102,6 +102,15 @@ enum EngineHarness {
         mutating func frame(
             _ changes: [Change], device: Int = 1, after milliseconds: UInt64 = 20, singleTouch: Bool = false
         ) -> [Effect] {
+            let events = events(changes, device: device, after: milliseconds, singleTouch: singleTouch)
+            // The loop reads the events a little after the kernel stamped them.
+            return engine.handle(events, now: now + 300)
+        }
+
+        /// The input events of ``frame(_:device:after:singleTouch:)``, with the clock moved on, not handled.
+        mutating func events(
+            _ changes: [Change], device: Int = 1, after milliseconds: UInt64 = 20, singleTouch: Bool = false
+        ) -> [InputEvent] {
             now += milliseconds * 1000
             var events: [InputEvent] = changes.map { change in
                 let (kind, slot, x, y): (TouchEvent.Kind, Int, Double?, Double?) =
@@ -116,8 +125,7 @@ enum EngineHarness {
                         y: y))
             }
             events.append(.touch(TouchEvent(device: device, kind: .frame, seatSlot: -1, slot: -1, time: now)))
-            // The loop reads the events a little after the kernel stamped them.
-            return engine.handle(events, now: now + 300)
+            return events
         }
 
         mutating func tap(at x: Double, _ y: Double, device: Int = 1, singleTouch: Bool = false) -> [Effect] {

@@ -1,0 +1,126 @@
+import CLibinput
+import Glibc
+import TouchModel
+
+/// Filter mode's grabbed multitouch panel, read by touchd itself rather than through libinput (docs/kiosk.md,
+/// "Reading the panel"): every touch the application receives passes through touchd, and reading it through libinput
+/// cost a third of touchd's work before the twin's write, and most of a fresh process's first touch
+/// (docs/performance.md). libinput keeps the device (its description, its removal) but is told to stop reading it;
+/// touchd reads the descriptor it shares with the grab and decodes it with the same decoder as a `libinput record` file
+/// (``EvdevTouchDecoder``), into the same touch events libinput would have given.
+///
+/// Only for protocol B panels (ABS_MT_SLOT, at most ``EvdevTouchDecoder/maximumSlots`` slots): libinput reads the
+/// others as before. Owned by the input thread; the loop waits on ``fd``.
+final class EdgePanel {
+    /// touchd's id of the device.
+    let device: Int
+    /// touchd's own duplicate of the grabbed descriptor, non-blocking (the flag is the open file's, shared with it).
+    let fd: Int32
+    private var decoder: EvdevTouchDecoder
+    private var buffer: [input_event]
+    /// One frame's decoded events, handed out and emptied, its room kept.
+    private var decoded: [InputEvent] = []
+    /// The errno that ended reading (the device went away); nil while it reads.
+    private(set) var failure: Int32?
+
+    /// The seat slots of an edge panel's contacts: above any that libinput gives (it numbers a seat's contacts from 0),
+    /// a hundred per device.
+    static func seatSlotBase(device: Int) -> Int {
+        let (scaled, overflow) = device.multipliedReportingOverflow(by: 100)
+        return overflow ? 10_000 : 10_000 &+ scaled
+    }
+
+    /// Whether libinput may hand this panel to the edge: multitouch protocol B with position axes and at most
+    /// ``EvdevTouchDecoder/maximumSlots`` slots.
+    static func canRead(_ evdev: OpaquePointer) -> Bool {
+        guard libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_SLOT)) != 0,
+            libevdev_has_event_code(evdev, UInt32(EV_ABS), UInt32(ABS_MT_TRACKING_ID)) != 0,
+            let x = libevdev_get_abs_info(evdev, UInt32(ABS_MT_POSITION_X))?.pointee,
+            let y = libevdev_get_abs_info(evdev, UInt32(ABS_MT_POSITION_Y))?.pointee,
+            x.maximum > x.minimum, y.maximum > y.minimum
+        else { return false }
+        let slots = libevdev_get_num_slots(evdev)
+        return slots > 0 && slots <= Int32(EvdevTouchDecoder.maximumSlots)
+    }
+
+    /// Reads the panel behind `evdev` (whose state, slots included, was read when it was made) on `fd`, which it owns
+    /// from here on. `calibration`: libinput's matrix for the panel.
+    init(evdev: OpaquePointer, fd: Int32, device: Int, calibration: [Double]) {
+        self.device = device
+        self.fd = fd
+        let x = libevdev_get_abs_info(evdev, UInt32(ABS_MT_POSITION_X))?.pointee
+        let y = libevdev_get_abs_info(evdev, UInt32(ABS_MT_POSITION_Y))?.pointee
+        let slots = libevdev_get_abs_info(evdev, UInt32(ABS_MT_SLOT))?.pointee
+        // The kernel sends a slot's position only when it changes: the last one it holds places a touch that lands
+        // on the same spot. Nothing is down (the grab waits for that), so only positions and tools are taken.
+        var initial: [Int: EvdevTouchDecoder.Slot] = [:]
+        let count = min(Int(max(libevdev_get_num_slots(evdev), 0)), EvdevTouchDecoder.maximumSlots)
+        for slot in 0..<count {
+            let index = Int32(slot)
+            initial[slot] = EvdevTouchDecoder.Slot(
+                x: Int(libevdev_get_slot_value(evdev, UInt32(index), UInt32(ABS_MT_POSITION_X))),
+                y: Int(libevdev_get_slot_value(evdev, UInt32(index), UInt32(ABS_MT_POSITION_Y))),
+                palm: libevdev_get_slot_value(evdev, UInt32(index), UInt32(ABS_MT_TOOL_TYPE)) == MT_TOOL_PALM)
+        }
+        decoder = EvdevTouchDecoder(
+            device: device, multitouch: true,
+            x: .init(minimum: Int(x?.minimum ?? 0), maximum: Int(x?.maximum ?? 1)),
+            y: .init(minimum: Int(y?.minimum ?? 0), maximum: Int(y?.maximum ?? 1)),
+            slotRange: slots.map { (Int($0.minimum), Int($0.maximum)) },
+            seatSlotBase: Self.seatSlotBase(device: device), calibration: calibration, initial: initial)
+        // The kernel hands out whole events, as many as fit: 64 hold a frame of ten moving fingers.
+        buffer = Array(repeating: input_event(), count: 64)
+        decoded.reserveCapacity(8)
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// Reads what the panel has and hands `frame` each frame's touch events as they are decoded (the touches of a
+    /// SYN_REPORT, then its frame; or the loss of events), one frame at a time, so that each frame is forwarded and
+    /// handled before the next is looked at. `frame` returns false to stop reading (the panel was let go of). Never
+    /// blocks. After a failed read (the device went away) it reads nothing more: ``failure`` says why.
+    func read(_ frame: (inout [InputEvent]) -> Bool) {
+        guard failure == nil else { return }
+        let size = buffer.count * MemoryLayout<input_event>.stride
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, size) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno != EAGAIN && errno != EWOULDBLOCK { failure = errno }
+                return
+            }
+            guard count > 0 else {
+                failure = ENODEV
+                return
+            }
+            for index in 0..<(count / MemoryLayout<input_event>.stride) {
+                let event = buffer[index]
+                decoder.decode(
+                    time: Instant(microseconds: Self.microseconds(event.time)), type: Int(event.type),
+                    code: Int(event.code), value: Int(event.value), into: &decoded)
+                guard !decoded.isEmpty else { continue }
+                let goesOn = frame(&decoded)
+                decoded.removeAll(keepingCapacity: true)
+                if !goesOn { return }
+            }
+            // A short read took everything there was: the wait says when more comes (it is level-triggered).
+            if count < size { return }
+        }
+    }
+
+    /// touchd lets go of the panel: the contacts still down end with a cancel, for the engine (libinput reads the
+    /// panel again and never reports those fingers: it saw them begin nowhere).
+    func finish(at now: UInt64, into events: inout [InputEvent]) {
+        decoder.cancelAll(at: Instant(microseconds: now), into: &events)
+    }
+
+    /// An event's time in microseconds (CLOCK_MONOTONIC: libinput set the clock on the shared descriptor).
+    private static func microseconds(_ time: timeval) -> UInt64 {
+        let seconds = UInt64(clamping: time.tv_sec)
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+        let (sum, carry) = scaled.addingReportingOverflow(UInt64(clamping: max(0, min(time.tv_usec, 999_999))))
+        return overflow || carry ? UInt64.max / 2 : sum
+    }
+}
