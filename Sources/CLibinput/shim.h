@@ -49,4 +49,11 @@ static inline int touchd_evdev_contacts_down(int fd, int slots) {
     return (keys[BTN_TOUCH / 8] >> (BTN_TOUCH % 8)) & 1;
 }
 
+/// Releases this open file's grab of its evdev device (EVIOCGRAB 0): 0, or -1 with errno. Filter mode's edge panels
+/// (EdgePanel.swift) read a duplicate of the grabbed descriptor, which libevdev no longer counts as grabbed once its
+/// descriptor was changed to it, so libevdev_grab cannot release it.
+static inline int touchd_evdev_ungrab(int fd) {
+    return ioctl(fd, EVIOCGRAB, (void *)0);
+}
+
 #endif

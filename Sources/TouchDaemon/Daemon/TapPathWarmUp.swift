@@ -45,8 +45,9 @@ enum TapPathWarmUp {
         let points =
             enabled.map(\.shape.boundingBox.center)
             + [Point(x: Double(configuration.output.width) / 2, y: Double(configuration.output.height) / 2)]
-        // The taps' events come out of the decoder a grabbed panel's go through (EdgePanel), and in filter mode each
-        // frame asks the forecast first, as the loop does.
+        // In filter mode the taps' events come out of the decoder a grabbed panel's go through (EdgePanel), and each
+        // frame asks the forecast first, as the loop does; otherwise they are libinput's, made here.
+        let filter = configuration.filter.enabled
         let axis = EvdevTouchDecoder.Axis(minimum: 0, maximum: 4095)
         var decoder = EvdevTouchDecoder(
             device: device.id, multitouch: true, x: axis, y: axis, slotRange: (0, 9),
@@ -58,6 +59,17 @@ enum TapPathWarmUp {
             for down in [true, false] {
                 now += 60_000
                 var events: [InputEvent] = []
+                guard filter else {
+                    let (kind, px, py): (TouchEvent.Kind, Double?, Double?) = down ? (.down, x, y) : (.up, nil, nil)
+                    effects += engine.handle(
+                        [
+                            .touch(
+                                TouchEvent(
+                                    device: device.id, kind: kind, seatSlot: 0, slot: 0, time: now, x: px, y: py)),
+                            .touch(TouchEvent(device: device.id, kind: .frame, seatSlot: -1, slot: -1, time: now)),
+                        ], now: now)
+                    continue
+                }
                 let time = Instant(microseconds: now)
                 let codes =
                     down

@@ -218,17 +218,18 @@ extension LibinputContext {
                 metadata: ["device.sysname": "\(device.sysname)", "reason": "\(Self.errnoText())"])
             return
         }
-        _ = libevdev_change_fd(evdev, own)
         let status = libinput_device_config_send_events_set_mode(
             handle, UInt32(LIBINPUT_CONFIG_SEND_EVENTS_DISABLED.rawValue))
         guard status == LIBINPUT_CONFIG_STATUS_SUCCESS else {
-            _ = libevdev_change_fd(evdev, fd)
             close(own)
             logger.warning(
                 "libinput cannot stop reading a filtered touchscreen: it reads it",
                 metadata: ["device.sysname": "\(device.sysname)"])
             return
         }
+        // libinput closed its descriptor: touchd's handle of the panel goes on with the duplicate (libevdev then counts
+        // it as not grabbed, though the open file is: release() lets go of the grab on the duplicate itself).
+        _ = libevdev_change_fd(evdev, own)
         edges[device.id] = EdgePanel(evdev: evdev, fd: own, device: device.id, calibration: calibration)
         logger.info(
             "touchd reads the filtered touchscreen itself; libinput keeps its description",
@@ -247,7 +248,9 @@ extension LibinputContext {
         if let edge = edges.removeValue(forKey: id) {
             // Its contacts end for the engine; libinput reads the panel again (when it is still there).
             edge.finish(at: monotonicMicroseconds(), into: &edgeLeftovers)
-            if edge.failure == nil { libevdev_grab(evdev, LIBEVDEV_UNGRAB) }
+            // libevdev stopped counting the grab when its descriptor became the duplicate: released on it directly,
+            // so that the panel is free at once (a twin made anew grabs it again in this same call).
+            if edge.failure == nil { _ = touchd_evdev_ungrab(edge.fd) }
             if let handle = devices.first(where: { $0.value.id == id })?.key {
                 _ = libinput_device_config_send_events_set_mode(
                     handle, UInt32(LIBINPUT_CONFIG_SEND_EVENTS_ENABLED.rawValue))
