@@ -71,7 +71,8 @@ struct AppForecastTests {
             }
         }
         expectNoFailures(tally.violations, "wrong forecasts: ")
-        #expect(tally.forecast > 0 && tally.moves > 0 && tally.ups > 0, "\(tally)")
+        // New touches too: beside recognizers with a region, or off an edge swipe's strip.
+        #expect(tally.downs > 50 && tally.moves > 50 && tally.ups > 50, "\(tally)")
     }
 
     @Test("nothing is forecast without an application, at or after a timer, or for a cancel")

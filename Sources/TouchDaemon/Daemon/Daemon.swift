@@ -218,7 +218,9 @@ final class Daemon {
                 guard let edge = input.edges[id] else { continue }
                 edge.read { frame in
                     // What is certain to reach the application goes to the twin first; the engine then handles the
-                    // frame, and its scene makes what was written.
+                    // frame, and its scene makes what was written. The forecast is made anew first if the engine
+                    // changed since (a resume or a reload handled above in this wake-up): nothing when it did not.
+                    refreshForecasts()
                     let first = forecasts[id]?.twinFrame(for: frame)
                     if let first { forwardToTwin(first) }
                     engine.handle(taking: &frame, now: wokeAt, into: &effects, forwardedFirst: first)
