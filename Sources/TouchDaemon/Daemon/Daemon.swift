@@ -18,9 +18,7 @@ final class Daemon {
         // next frame (refreshForecasts()).
         didSet { forecastsStale = true }
     }
-    /// Filter mode's forwarding first (EdgeForecast): what each edge panel's next frame may forward before the engine
-    /// handles it, made after every change of the engine, off the touch's path.
-    private var forecasts: SmallMap<Int, EdgeForecast> = [:]
+    /// Whether the engine changed since the edge panels' forecasts were made (EdgeForecast, ``refreshForecasts()``).
     private var forecastsStale = true
     let logger: Logger
     private let notifier: Notifier
@@ -53,8 +51,8 @@ final class Daemon {
     private var forwardFailures = 0
     /// The loop's wait, once it runs: filter mode's edge panels join and leave it (``syncEdges()``).
     private var waiting: ReadyWait?
-    /// The edge panels in the wait, by device id: their descriptors and their places in the wait's mask (63 down).
-    private var edgeWaits: SmallMap<Int, (fd: Int32, index: Int)> = [:]
+    /// The edge panels in the wait, by device id, and their places in the wait's mask (63 down).
+    private var edgeWaits: SmallMap<Int, (edge: EdgePanel, index: Int)> = [:]
     /// Notices a system suspend between two wake-ups (fault-cases.md P1).
     private var suspendWatch = SuspendWatch()
     /// Whether the input thread sends under SCHED_IDLE, so that the target it wakes runs at once on its CPU
@@ -201,6 +199,28 @@ final class Daemon {
             if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
                 perform(engine.resumed(afterSleeping: asleep, now: wokeAt))
             }
+            // Filter mode's grabbed panels that touchd reads itself (EdgePanel.swift): the application's touches, first
+            // of all (docs/performance.md measures each step before the twin's write).
+            for entry in edgeWaits.values where ready.contains(entry.index) {
+                let edge = entry.edge
+                // A frame handled before may have let go of it (in this wake-up's copy of the wait's list).
+                guard !edge.isRetired else { continue }
+                edge.read { frame in
+                    // What is certain to reach the application goes to the twin first; the engine then handles the
+                    // frame, and its scene makes what was written. The forecast is made anew first if the engine
+                    // changed since (a resume handled above, or the frame before): nothing when it did not.
+                    refreshForecasts()
+                    let first = edge.forecast?.twinFrame(for: frame)
+                    if let first, let code = edge.forwardFirst(first) {
+                        forwardFailed(device: edge.device, errno: code)
+                    }
+                    engine.handle(taking: &frame, now: wokeAt, into: &effects, forwardedFirst: first)
+                    perform(taking: &effects)
+                    handOver()
+                    return !edge.isRetired
+                }
+                if let failure = edge.failure { edgeFailed(edge.device, errno: failure) }
+            }
             if ready.contains(1) {
                 var stop = false
                 var reload = false
@@ -212,24 +232,6 @@ final class Daemon {
                     self.reload()
                     rescanIfNoTouchscreen()
                 }
-            }
-            // Filter mode's grabbed panels that touchd reads itself (EdgePanel.swift): the application's touches.
-            for (id, entry) in edgeWaits where ready.contains(entry.index) {
-                guard let edge = input.edges[id] else { continue }
-                edge.read { frame in
-                    // What is certain to reach the application goes to the twin first; the engine then handles the
-                    // frame, and its scene makes what was written. The forecast is made anew first if the engine
-                    // changed since (a resume or a reload handled above in this wake-up): nothing when it did not.
-                    refreshForecasts()
-                    let first = forecasts[id]?.twinFrame(for: frame)
-                    if let first { forwardToTwin(first) }
-                    engine.handle(taking: &frame, now: wokeAt, into: &effects, forwardedFirst: first)
-                    perform(taking: &effects)
-                    handOver()
-                    refreshForecasts()
-                    return input.edges[id] === edge
-                }
-                if let failure = edge.failure { edgeFailed(id, errno: failure) }
             }
             if ready.contains(0) {
                 input.dispatch(into: &events)
@@ -339,13 +341,18 @@ final class Daemon {
     /// Writes a frame to its twin, in the loop's turn: no thread hop on the application's path.
     private func forwardToTwin(_ frame: TwinFrame) {
         guard let code = input?.forward(frame) else { return }
-        // A twin that stopped taking frames fails on every touch: say so once, then every 1000th time.
+        forwardFailed(device: frame.device, errno: code)
+    }
+
+    /// A frame could not be written to its twin. A twin that stopped taking frames fails on every touch: said once,
+    /// then every 1000th time.
+    private func forwardFailed(device: Int, errno code: Int32) {
         forwardFailures &+= 1
         if forwardFailures == 1 || forwardFailures % 1000 == 0 {
             logger.warning(
                 "cannot forward a frame to the application",
                 metadata: [
-                    "device": "\(frame.device)", "errno": "\(LibinputContext.errnoText(code))",
+                    "device": "\(device)", "errno": "\(LibinputContext.errnoText(code))",
                     "failures": "\(forwardFailures)",
                 ])
         }
@@ -355,8 +362,7 @@ final class Daemon {
     private func refreshForecasts() {
         guard forecastsStale else { return }
         forecastsStale = false
-        forecasts.removeAll()
-        for id in edgeWaits.keys { forecasts[id] = engine.edgeForecast(for: id) }
+        for entry in edgeWaits.values { entry.edge.forecast = engine.edgeForecast(for: entry.edge.device) }
     }
 
     /// Puts filter mode's new edge panels in the loop's wait and takes out those let go of (before their descriptors
@@ -364,13 +370,14 @@ final class Daemon {
     private func syncEdges() {
         guard let input, let waiting else { return }
         for edge in input.takeRetiredEdges() {
-            if let entry = edgeWaits[edge.device], entry.fd == edge.fd {
+            if let entry = edgeWaits[edge.device], entry.edge === edge {
                 waiting.remove(edge.fd)
                 edgeWaits[edge.device] = nil
             }
         }
-        for (id, edge) in input.edges where edgeWaits[id]?.fd != edge.fd {
-            if let stale = edgeWaits[id] { waiting.remove(stale.fd) }
+        // Not one whose read failed (edgeFailed(_:errno:)): libinput reports its removal, which retires it.
+        for (id, edge) in input.edges where edge.failure == nil && edgeWaits[id]?.edge !== edge {
+            if let stale = edgeWaits[id] { waiting.remove(stale.edge.fd) }
             let used = Set(edgeWaits.values.map(\.index))
             // The fixed descriptors take the mask's low places; the edges take the high ones.
             guard let index = (32..<64).reversed().first(where: { !used.contains($0) }) else { continue }
@@ -380,7 +387,7 @@ final class Daemon {
                     metadata: ["device": "\(id)", "errno": "\(LibinputContext.errnoText(code))"])
                 continue
             }
-            edgeWaits[id] = (edge.fd, index)
+            edgeWaits[id] = (edge, index)
             forecastsStale = true
         }
         if !input.edgeLeftovers.isEmpty {
@@ -394,7 +401,7 @@ final class Daemon {
     /// it at once forever. libinput reports the removal, and the engine lets go of the panel then.
     private func edgeFailed(_ id: Int, errno code: Int32) {
         guard let entry = edgeWaits.removeValue(forKey: id) else { return }
-        waiting?.remove(entry.fd)
+        waiting?.remove(entry.edge.fd)
         logger.log(
             level: code == ENODEV ? .info : .warning, "a filtered touchscreen stopped answering",
             metadata: ["device": "\(id)", "errno": "\(LibinputContext.errnoText(code))"])

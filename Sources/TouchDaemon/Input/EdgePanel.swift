@@ -22,6 +22,12 @@ final class EdgePanel {
     private var decoded: [InputEvent] = []
     /// The errno that ended reading (the device went away); nil while it reads.
     private(set) var failure: Int32?
+    /// The panel's twin, which the application reads; nil once touchd let go of the panel (``retire()``), so that a
+    /// panel let go of never keeps its twin.
+    private(set) var twin: Twin?
+    /// What the next frame may forward before the engine handles it (``EdgeForecast``), made by the loop after every
+    /// change of the engine; nil forwards nothing first.
+    var forecast: EdgeForecast?
 
     /// The seat slots of an edge panel's contacts: above any that libinput gives (it numbers a seat's contacts from 0),
     /// a hundred per device.
@@ -44,10 +50,11 @@ final class EdgePanel {
     }
 
     /// Reads the panel behind `evdev` (whose state, slots included, was read when it was made) on `fd`, which it owns
-    /// from here on. `calibration`: libinput's matrix for the panel.
-    init(evdev: OpaquePointer, fd: Int32, device: Int, calibration: [Double]) {
+    /// from here on, for `twin`. `calibration`: libinput's matrix for the panel.
+    init(evdev: OpaquePointer, fd: Int32, device: Int, twin: Twin, calibration: [Double]) {
         self.device = device
         self.fd = fd
+        self.twin = twin
         let x = libevdev_get_abs_info(evdev, UInt32(ABS_MT_POSITION_X))?.pointee
         let y = libevdev_get_abs_info(evdev, UInt32(ABS_MT_POSITION_Y))?.pointee
         let slots = libevdev_get_abs_info(evdev, UInt32(ABS_MT_SLOT))?.pointee
@@ -111,9 +118,20 @@ final class EdgePanel {
     }
 
     /// touchd lets go of the panel: the contacts still down end with a cancel, for the engine (libinput reads the
-    /// panel again and never reports those fingers: it saw them begin nowhere).
-    func finish(at now: UInt64, into events: inout [InputEvent]) {
+    /// panel again and never reports those fingers: it saw them begin nowhere). The twin and the forecast go.
+    func retire(at now: UInt64, into events: inout [InputEvent]) {
         decoder.cancelAll(at: Instant(microseconds: now), into: &events)
+        twin = nil
+        forecast = nil
+    }
+
+    /// Whether touchd let go of the panel (``retire(at:into:)``): it is read no more.
+    var isRetired: Bool { twin == nil }
+
+    /// Writes what the forecast made certain of a frame to the twin, before the engine handles the frame; the errno
+    /// of a failed write, nil when written (or let go of).
+    func forwardFirst(_ frame: TwinFrame) -> Int32? {
+        twin?.write(frame.changes)
     }
 
     /// An event's time in microseconds (CLOCK_MONOTONIC: libinput set the clock on the shared descriptor).

@@ -188,7 +188,7 @@ extension LibinputContext {
                 cancelWith: cancelWith, axes: axes)
             if let twinNode = twin.devnode { nodes.twins.insert(twinNode) }
             filtered[device.id] = (evdev, twin)
-            readAtEdge(device, evdev: evdev, fd: fd, handle: handle, calibration: matrix.map(Double.init))
+            readAtEdge(device, evdev: evdev, fd: fd, handle: handle, twin: twin, calibration: matrix.map(Double.init))
             return .grabbed
         } catch {
             libevdev_grab(evdev, LIBEVDEV_UNGRAB)
@@ -208,7 +208,8 @@ extension LibinputContext {
     /// reads it as before. libinput, told to stop sending the device's events, closes its descriptor: touchd's
     /// duplicate keeps the open file, and the grab with it.
     private func readAtEdge(
-        _ device: DeviceInfo, evdev: OpaquePointer, fd: Int32, handle: OpaquePointer, calibration: [Double]
+        _ device: DeviceInfo, evdev: OpaquePointer, fd: Int32, handle: OpaquePointer, twin: Twin,
+        calibration: [Double]
     ) {
         guard EdgePanel.canRead(evdev) else { return }
         let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
@@ -230,7 +231,7 @@ extension LibinputContext {
         // libinput closed its descriptor: touchd's handle of the panel goes on with the duplicate (libevdev then counts
         // it as not grabbed, though the open file is: release() lets go of the grab on the duplicate itself).
         _ = libevdev_change_fd(evdev, own)
-        edges[device.id] = EdgePanel(evdev: evdev, fd: own, device: device.id, calibration: calibration)
+        edges[device.id] = EdgePanel(evdev: evdev, fd: own, device: device.id, twin: twin, calibration: calibration)
         logger.info(
             "touchd reads the filtered touchscreen itself; libinput keeps its description",
             metadata: ["device.sysname": "\(device.sysname)", "device.name": "\(device.name)"])
@@ -247,7 +248,7 @@ extension LibinputContext {
         guard let (evdev, twin) = filtered.removeValue(forKey: id) else { return }
         if let edge = edges.removeValue(forKey: id) {
             // Its contacts end for the engine; libinput reads the panel again (when it is still there).
-            edge.finish(at: monotonicMicroseconds(), into: &edgeLeftovers)
+            edge.retire(at: monotonicMicroseconds(), into: &edgeLeftovers)
             // libevdev stopped counting the grab when its descriptor became the duplicate: released on it directly,
             // so that the panel is free at once (a twin made anew grabs it again in this same call).
             if edge.failure == nil { _ = touchd_evdev_ungrab(edge.fd) }

@@ -14,7 +14,9 @@ struct InputError: Error, CustomStringConvertible, Sendable {
 /// Ownership rules (see house-style.md): the `libinput_interface` lives for the whole process because libinput keeps
 /// the pointer; this class unrefs the context and every device it holds in `deinit`; device facts are copied into
 /// ``DeviceInfo`` values at DEVICE_ADDED; each event is decoded and destroyed inside ``dispatch()``; contacts are keyed
-/// by seat slot; libinput's fd is never closed here (libinput owns it); devices are opened read-only and never grabbed.
+/// by seat slot; libinput's fd is never closed here (libinput owns it). Devices are opened read-only and grabbed only in
+/// filter mode and by `touchd calibrate` (LibinputContext+Filter.swift, +Calibrate.swift): a grabbed protocol B panel is
+/// then read by touchd itself on a duplicate of its descriptor (EdgePanel.swift), which the panel's ``EdgePanel`` owns.
 ///
 /// Not thread-safe: one thread (touchd's input thread) creates it, dispatches it and lets it go.
 final class LibinputContext {
