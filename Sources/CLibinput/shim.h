@@ -49,6 +49,32 @@ static inline int touchd_evdev_contacts_down(int fd, int slots) {
     return (keys[BTN_TOUCH / 8] >> (BTN_TOUCH % 8)) & 1;
 }
 
+/// The values of one multitouch axis `code` (ABS_MT_TRACKING_ID, ABS_MT_POSITION_X, ...) in slots 0..<count of the evdev
+/// device `fd` as the kernel holds them now (EVIOCGMTSLOTS), into `values`: 0, or -1 with errno. `count` is at most 64
+/// (filter mode's edge panels, EdgePanel.swift: their resync after SYN_DROPPED).
+static inline int touchd_evdev_mt_slots(int fd, unsigned code, int *values, int count) {
+    if (count < 0 || count > 64) {
+        errno = EINVAL;
+        return -1;
+    }
+    __s32 request[1 + 64] = {0};
+    request[0] = (__s32)code;
+    size_t size = sizeof(__u32) + (size_t)count * sizeof(__s32);
+    if (ioctl(fd, EVIOCGMTSLOTS(size), request) < 0) return -1;
+    for (int i = 0; i < count; i++) values[i] = request[1 + i];
+    return 0;
+}
+
+/// The current value of the absolute axis `code` of the evdev device `fd` as the kernel holds it (EVIOCGABS), into
+/// `value`: 0, or -1 with errno. For ABS_MT_SLOT, the slot the kernel's next multitouch events are for unless they
+/// name another (filter mode's resync after SYN_DROPPED, EdgePanel.swift).
+static inline int touchd_evdev_abs_value(int fd, unsigned code, int *value) {
+    struct input_absinfo info;
+    if (ioctl(fd, EVIOCGABS(code), &info) < 0) return -1;
+    *value = info.value;
+    return 0;
+}
+
 /// Releases this open file's grab of its evdev device (EVIOCGRAB 0): 0, or -1 with errno. Filter mode's edge panels
 /// (EdgePanel.swift) read a duplicate of the grabbed descriptor, which libevdev no longer counts as grabbed once its
 /// descriptor was changed to it, so libevdev_grab cannot release it.

@@ -139,6 +139,8 @@ final class FilterRun {
             try checkWakeTouch()
             try reload(Self.config(socket: target.path))
             try checkReloadKeepsAppTouch()
+            // It stops touchd with SIGSTOP, which needs touchd as a child.
+            if !underSystemd { try checkLostEventsKeepAppTouches() }
             try checkBusyPanel()
             try findTwin(from: 0)
             try checkGrabWaitsForLift(after: "start")
@@ -596,6 +598,71 @@ final class FilterRun {
         record(
             "a reload with a finger down leaves the app's touch to its real lift (no early lift, no tap)",
             failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// Motion frames written while touchd is stopped, after the second finger's touch-down: far more events than the
+    /// kernel's buffer for touchd's reader holds, so that the kernel drops the touch-down among others and queues
+    /// SYN_DROPPED.
+    static let droppedFrames = 3000
+
+    /// Lost events with the panel read at the edge (fault-cases.md D5): a finger resting on the page, touchd stopped
+    /// (SIGSTOP), then in one burst a second finger going down and `droppedFrames` moves of the first, then SIGCONT.
+    /// touchd ends its own contacts, and takes the kernel's slots after the loss as libevdev did for libinput: the
+    /// application's copy of the resting finger goes on to its real lift, and the second finger, whose touch-down was
+    /// lost, reaches the application. Checked on the twin: the second finger's touch-down after the burst, a lift for
+    /// each finger when they lift (none left down: the compositor would take every later touch for a second finger),
+    /// touchd's log line about the loss, and the next tap as the only finger.
+    private func checkLostEventsKeepAppTouches() throws(Abort) {
+        guard let daemon, let panel else { throw Abort("no touchd or no panel") }
+        var failures: [String] = []
+        let cursor = eventCursor
+        let outputCursor = daemon.output.count
+        try write([.down(slot: 0, x: 500, y: 500)])
+        if waitTouches(from: cursor, twinSysname, "TOUCH_DOWN", count: 1) == nil {
+            failures.append("the resting finger did not reach the app")
+        }
+        daemon.send(SIGSTOP)
+        let stopped = poll(until: monotonicNow() + 5_000_000) {
+            ProcessStat(pid: daemon.pid)?.state == "T" ? true : nil
+        }
+        var frames: [[TouchChange]] = [[.down(slot: 1, x: 700, y: 500)]]
+        frames += (0..<Self.droppedFrames).map { [TouchChange.move(slot: 0, x: 500 + $0 % 100, y: 500)] }
+        // Whatever happens, touchd runs again before anything can end the sequence.
+        let flood = Result { () throws(DriverError) in try panel.writeFrames(frames) }
+        daemon.send(SIGCONT)
+        guard stopped != nil else { throw Abort("touchd did not stop within 5 s of SIGSTOP") }
+        _ = try attempt { () throws(DriverError) in try flood.get() }
+        if waitTouches(from: cursor, twinSysname, "TOUCH_DOWN", count: 2) == nil {
+            failures.append("the finger that went down among the lost events did not reach the app")
+        }
+        sleep(microseconds: 200_000)
+        try write([.up(slot: 0), .up(slot: 1)])
+        if waitTouches(from: cursor, twinSysname, "TOUCH_UP", count: 2) == nil {
+            failures.append(
+                "the app did not get both lifts (\(touches(from: cursor, twinSysname, "TOUCH_UP").count) of 2): a "
+                    + "touch is left down")
+        }
+        sleep(microseconds: 300_000)
+        let downs = touches(from: cursor, twinSysname, "TOUCH_DOWN").count
+        let ends =
+            touches(from: cursor, twinSysname, "TOUCH_UP").count
+            + touches(from: cursor, twinSysname, "TOUCH_CANCEL").count
+        if downs != ends { failures.append("the app got \(downs) touch-downs and \(ends) ends") }
+        let logged = poll(until: monotonicNow() + 2_000_000) {
+            daemon.output.first(from: outputCursor) { $0.contains("SYN_DROPPED") }?.element
+        }
+        if logged == nil { failures.append("touchd logged no line with SYN_DROPPED") }
+        sleep(microseconds: 200_000)
+        let next = eventCursor
+        try tap(500, 500)
+        if waitTouches(from: next, twinSysname, "TOUCH_DOWN", count: 1) == nil {
+            failures.append("the next tap did not reach the app")
+        } else if seatSlots(from: next, twinSysname, "TOUCH_DOWN") != [0] {
+            failures.append("the next tap came as seat slot(s) \(seatSlots(from: next, twinSysname, "TOUCH_DOWN"))")
+        }
+        record(
+            "lost events (SYN_DROPPED) leave the app's touches to their real lifts and bring it the finger that went "
+                + "down among them", failures.isEmpty ? nil : failures.joined(separator: "; "))
     }
 
     /// A finger on the panel that the compositor saw go down, when touchd starts (or a reload turns filter mode on):

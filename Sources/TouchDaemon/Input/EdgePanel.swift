@@ -74,7 +74,8 @@ final class EdgePanel {
             x: .init(minimum: Int(x?.minimum ?? 0), maximum: Int(x?.maximum ?? 1)),
             y: .init(minimum: Int(y?.minimum ?? 0), maximum: Int(y?.maximum ?? 1)),
             slotRange: slots.map { (Int($0.minimum), Int($0.maximum)) },
-            seatSlotBase: Self.seatSlotBase(device: device), calibration: calibration, initial: initial)
+            seatSlotBase: Self.seatSlotBase(device: device), calibration: calibration, initial: initial,
+            resynchronises: true)
         // The kernel hands out whole events, as many as fit: 64 hold a frame of ten moving fingers.
         buffer = Array(repeating: input_event(), count: 64)
         decoded.reserveCapacity(8)
@@ -104,9 +105,20 @@ final class EdgePanel {
             }
             for index in 0..<(count / MemoryLayout<input_event>.stride) {
                 let event = buffer[index]
+                let time = Instant(microseconds: Self.microseconds(event.time))
                 decoder.decode(
-                    time: Instant(microseconds: Self.microseconds(event.time)), type: Int(event.type),
-                    code: Int(event.code), value: Int(event.value), into: &decoded)
+                    time: time, type: Int(event.type), code: Int(event.code), value: Int(event.value), into: &decoded)
+                if decoder.needsResynchronising {
+                    // Events were lost (SYN_DROPPED) and the frame that ended it dropped: the kernel's slots now.
+                    var slot: Int32 = 0
+                    let current = touchd_evdev_abs_value(fd, UInt32(ABS_MT_SLOT), &slot) == 0 ? Int(slot) : nil
+                    for resynchronised in decoder.resynchronise(kernelSlots(), slot: current, at: time) {
+                        decoded = resynchronised
+                        let goesOn = frame(&decoded)
+                        decoded.removeAll(keepingCapacity: true)
+                        if !goesOn { return }
+                    }
+                }
                 guard !decoded.isEmpty else { continue }
                 let goesOn = frame(&decoded)
                 decoded.removeAll(keepingCapacity: true)
@@ -132,6 +144,27 @@ final class EdgePanel {
     /// of a failed write, nil when written (or let go of).
     func forwardFirst(_ frame: TwinFrame) -> Int32? {
         twin?.write(frame.changes)
+    }
+
+    /// The panel's slots as the kernel holds them now, for the decoder's resync after lost events; empty when they
+    /// cannot be read (the decoder then ends every contact rather than leave one down).
+    private func kernelSlots() -> [EvdevTouchDecoder.KernelSlot] {
+        let count = decoder.highestSlot + 1
+        guard count > 0, count <= EvdevTouchDecoder.maximumSlots else { return [] }
+        var columns: [[Int32]] = []
+        for code in [ABS_MT_TRACKING_ID, ABS_MT_POSITION_X, ABS_MT_POSITION_Y, ABS_MT_TOOL_TYPE] {
+            var values = [Int32](repeating: 0, count: count)
+            let status = values.withUnsafeMutableBufferPointer {
+                touchd_evdev_mt_slots(fd, UInt32(code), $0.baseAddress, Int32(count))
+            }
+            guard status == 0 else { return [] }
+            columns.append(values)
+        }
+        return (0..<count).map { slot in
+            EvdevTouchDecoder.KernelSlot(
+                trackingID: Int(columns[0][slot]), x: Int(columns[1][slot]), y: Int(columns[2][slot]),
+                palm: columns[3][slot] == MT_TOOL_PALM)
+        }
     }
 
     /// An event's time in microseconds (CLOCK_MONOTONIC: libinput set the clock on the shared descriptor).

@@ -5,8 +5,11 @@ import TouchModel
 /// device's axes (libinput's calibration applied), then the frame. Multitouch protocol B (slots, tracking ids, a slot
 /// whose tool turns to `MT_TOOL_PALM` is cancelled, as libinput does) and single-touch devices (BTN_TOUCH with
 /// ABS_X/ABS_Y). After SYN_DROPPED it says that events were lost and drops everything up to the next SYN_REPORT, as an
-/// evdev reader must; the contacts that were down are the router's to cancel, and the decoder ignores them until they
-/// lift.
+/// evdev reader must; the contacts that were down are the router's to cancel. Reading a recording, the decoder then
+/// ignores them until they lift. Reading a live panel (``resynchronises``), it asks for the kernel's slots after that
+/// SYN_REPORT (``needsResynchronising``) and brings its own up to date, as libevdev does for libinput
+/// (``resynchronise(_:at:)``): a contact still down goes on (the router hands its moves and lift to the application's
+/// copy), one that lifted among the lost events ends, and one that went down among them begins.
 ///
 /// One decoder for the two places that read evdev themselves: `touchd simulate` of a `libinput record` file, and
 /// filter mode's grabbed panels, which touchd reads at the edge (``EdgePanel``). So a recording and live input cannot
@@ -45,6 +48,9 @@ struct EvdevTouchDecoder: Sendable {
     /// devices, per device) across touches: a new touch at the same x as the last one sends no ABS_X. So positions and
     /// the tool outlive the contact; only the flags are reset.
     struct Slot: Hashable, Sendable {
+        /// The kernel's tracking id of the slot's contact (−1: none), kept to tell a contact that went on across
+        /// lost events from a new one in the same slot.
+        var trackingID = -1
         var active = false
         var began = false
         var x: Int?
@@ -64,6 +70,12 @@ struct EvdevTouchDecoder: Sendable {
     let calibration: [Double]?
     let lowestSlot: Int
     let highestSlot: Int
+    /// Whether the decoder reads a live panel whose slots it can ask the kernel for after SYN_DROPPED; false for a
+    /// recording.
+    let resynchronises: Bool
+    /// After SYN_DROPPED and the SYN_REPORT that ends it, on a live panel: the caller must read the kernel's slots and
+    /// hand them to ``resynchronise(_:at:)`` before the next event.
+    private(set) var needsResynchronising = false
     private var slots: [Slot]
     /// Bit n: slot n changed since the last SYN_REPORT.
     private var changed: UInt64 = 0
@@ -89,9 +101,10 @@ struct EvdevTouchDecoder: Sendable {
     /// last one is placed; empty for a recording.
     init(
         device: Int, multitouch: Bool, x: Axis, y: Axis, slotRange: (minimum: Int, maximum: Int)?, seatSlotBase: Int,
-        calibration: [Double]? = nil, initial: [Int: Slot] = [:]
+        calibration: [Double]? = nil, initial: [Int: Slot] = [:], resynchronises: Bool = false
     ) {
         self.device = device
+        self.resynchronises = resynchronises
         self.multitouch = multitouch
         self.x = x
         self.y = y
@@ -127,7 +140,10 @@ struct EvdevTouchDecoder: Sendable {
     /// that changed and their frame; at SYN_DROPPED ``InputEvent/eventsLost(device:)`` when contacts were down.
     mutating func decode(time: Instant, type: Int, code: Int, value: Int, into events: inout [InputEvent]) {
         if droppingUntilReport {
-            if type == Code.synType && code == Code.synReport { droppingUntilReport = false }
+            if type == Code.synType && code == Code.synReport {
+                droppingUntilReport = false
+                needsResynchronising = resynchronises
+            }
             return
         }
         switch (type, code) {
@@ -142,6 +158,7 @@ struct EvdevTouchDecoder: Sendable {
         case (Code.absType, Code.trackingID) where multitouch:
             guard let slot = slot() else { return }
             if value >= 0 {
+                slots[slot].trackingID = value
                 slots[slot].active = true
                 slots[slot].began = true
                 active |= 1 << slot
@@ -189,9 +206,17 @@ struct EvdevTouchDecoder: Sendable {
             while reset != 0 {
                 let slot = reset.trailingZeroBitCount
                 reset &= reset - 1
-                slots[slot] = Slot(x: slots[slot].x, y: slots[slot].y, palm: slots[slot].palm)
+                let state = slots[slot]
+                // A live panel's contacts reported down stay known, with their tracking ids, for the resync, and so do
+                // those ignored until they lift (palms); what the lost frame had begun is forgotten (the kernel's
+                // slots say whether it is down).
+                let reported = resynchronises && state.active && !state.began
+                slots[slot] = Slot(
+                    trackingID: resynchronises && !state.began ? state.trackingID : -1, active: reported, x: state.x,
+                    y: state.y, palm: state.palm)
+                if !reported { active &= ~(1 << slot) }
             }
-            active = 0
+            if !resynchronises { active = 0 }
             changed = 0
             singleTouchDown = false
             droppingUntilReport = true
@@ -200,6 +225,77 @@ struct EvdevTouchDecoder: Sendable {
         default:
             break
         }
+    }
+
+    /// One slot as the kernel holds it now (EVIOCGMTSLOTS): its contact's tracking id (−1: none), position and tool.
+    struct KernelSlot: Hashable, Sendable {
+        var trackingID: Int
+        var x: Int
+        var y: Int
+        var palm: Bool
+    }
+
+    /// Brings the slots up to date with the kernel's after lost events (``needsResynchronising``), as libevdev does for
+    /// libinput. A contact reported down that the kernel still holds under the same tracking id goes on: a motion to
+    /// where it is now (a cancel if it turned into a palm). One the kernel no longer holds lifted among the lost events:
+    /// an up. A contact the kernel holds that was not reported (it went down among the lost events, or took the slot of
+    /// one that lifted) begins, in a frame after the ups. `kernel[n]` is slot n; a slot it does not give counts as
+    /// empty (the state could not be read: every contact ends rather than stay down). `slot`: the kernel's ABS_MT_SLOT
+    /// now, which the next events are for unless they name another (the lost events may have changed it); nil when it
+    /// could not be read. Returns the frames, in order; none when nothing changed.
+    mutating func resynchronise(_ kernel: [KernelSlot], slot current: Int?, at time: Instant) -> [[InputEvent]] {
+        needsResynchronising = false
+        if let current { currentSlot = lowestSlot <= current && current <= highestSlot ? current : nil }
+        guard lowestSlot <= highestSlot else { return [] }
+        var ends: [InputEvent] = []
+        var begins: [InputEvent] = []
+        for slot in lowestSlot...highestSlot {
+            var state = slots[slot]
+            let now =
+                kernel.indices.contains(slot)
+                ? kernel[slot] : KernelSlot(trackingID: -1, x: state.x ?? 0, y: state.y ?? 0, palm: state.palm)
+            let reported = active & (1 << slot) != 0
+            if reported && now.trackingID >= 0 && now.trackingID == state.trackingID {
+                let moved = state.x != now.x || state.y != now.y
+                state.x = now.x
+                state.y = now.y
+                if now.palm {
+                    // As at a report: the panel took the contact for a palm, which libinput cancels.
+                    state.palm = true
+                    state.active = false
+                    active &= ~(1 << slot)
+                    ends.append(touch(.cancel, slot, time))
+                } else if moved, let position = normalised(now.x, now.y) {
+                    ends.append(touch(.motion, slot, time, at: position))
+                }
+                slots[slot] = state
+                continue
+            }
+            if !reported && now.trackingID >= 0 && now.trackingID == state.trackingID {
+                // A contact ignored until it lifts (it began as a palm, or turned into one) is ignored still.
+                slots[slot] = Slot(trackingID: now.trackingID, x: now.x, y: now.y, palm: now.palm)
+                continue
+            }
+            if reported {
+                ends.append(touch(.up, slot, time))
+                active &= ~(1 << slot)
+            }
+            state = Slot(x: now.x, y: now.y, palm: now.palm)
+            if now.trackingID >= 0 {
+                state.trackingID = now.trackingID
+                // A palm, as at a report, is never a touch: ignored until it lifts.
+                if !now.palm, let position = normalised(now.x, now.y) {
+                    state.active = true
+                    active |= 1 << slot
+                    begins.append(touch(.down, slot, time, at: position))
+                }
+            }
+            slots[slot] = state
+        }
+        var frames: [[InputEvent]] = []
+        if !ends.isEmpty { frames.append(ends + [frame(time)]) }
+        if !begins.isEmpty { frames.append(begins + [frame(time)]) }
+        return frames
     }
 
     /// Ends every contact that is down with a cancel, in one frame (the decoder stops being read: touchd lets go of

@@ -11,11 +11,11 @@ struct EvdevTouchDecoderTests {
     private static let axis = EvdevTouchDecoder.Axis(minimum: 0, maximum: 999)
 
     private static func decoder(
-        calibration: [Double]? = nil, initial: [Int: EvdevTouchDecoder.Slot] = [:]
+        calibration: [Double]? = nil, initial: [Int: EvdevTouchDecoder.Slot] = [:], resynchronises: Bool = false
     ) -> EvdevTouchDecoder {
         EvdevTouchDecoder(
             device: 7, multitouch: true, x: axis, y: axis, slotRange: (0, 9), seatSlotBase: 10_700,
-            calibration: calibration, initial: initial)
+            calibration: calibration, initial: initial, resynchronises: resynchronises)
     }
 
     /// Feeds `(type, code, value)` triples at `time` milliseconds and returns what came out.
@@ -130,5 +130,116 @@ struct EvdevTouchDecoderTests {
         #expect(lost == [.eventsLost(device: 7)])
         // The finger that was down is the router's to cancel: its lift says nothing.
         #expect(Self.feed(&decoder, at: 3, [(C.absType, C.trackingID, -1), Self.report]).isEmpty)
+    }
+
+    /// The kernel's slots for a resync: slot n of `slots` is (tracking id, x, y, palm); the rest of the ten are empty.
+    private static func kernel(_ slots: [Int: (Int, Int, Int, Bool)]) -> [EvdevTouchDecoder.KernelSlot] {
+        (0..<10).map { slot in
+            let (id, x, y, palm) = slots[slot] ?? (-1, 0, 0, false)
+            return EvdevTouchDecoder.KernelSlot(trackingID: id, x: x, y: y, palm: palm)
+        }
+    }
+
+    /// A live panel's decoder with a finger reported down in slot 0 (tracking id 1, at 100, 100), then SYN_DROPPED and
+    /// the report that ends the drop; what that drop gave.
+    private static func liveDecoderAfterDrop() -> (EvdevTouchDecoder, [InputEvent]) {
+        var decoder = Self.decoder(resynchronises: true)
+        _ = Self.feed(
+            &decoder, at: 1,
+            [
+                (C.absType, C.trackingID, 1), (C.absType, C.positionX, 100), (C.absType, C.positionY, 100),
+                Self.report,
+            ])
+        // The lost frame had begun a contact in slot 4: forgotten, the kernel's slots say whether it is down.
+        let lost = Self.feed(
+            &decoder, at: 2,
+            [
+                (C.absType, C.slot, 4), (C.absType, C.trackingID, 9), (C.synType, C.synDropped, 0),
+                (C.absType, C.positionX, 20), Self.report,
+            ])
+        return (decoder, lost)
+    }
+
+    @Test("a live panel asks for the kernel's slots after SYN_DROPPED; a recording does not")
+    func resyncAsked() {
+        var (decoder, lost) = Self.liveDecoderAfterDrop()
+        #expect(lost == [.eventsLost(device: 7)])
+        #expect(decoder.needsResynchronising)
+        _ = decoder.resynchronise(Self.kernel([:]), slot: 0, at: Instant(microseconds: 3000))
+        #expect(!decoder.needsResynchronising)
+        var recording = Self.decoder()
+        _ = Self.feed(&recording, at: 1, [(C.absType, C.trackingID, 1), (C.absType, C.positionX, 1), Self.report])
+        _ = Self.feed(&recording, at: 2, [(C.synType, C.synDropped, 0), Self.report])
+        #expect(!recording.needsResynchronising)
+    }
+
+    @Test("after lost events a finger still down goes on from where the kernel has it, to its real lift")
+    func resyncContinues() {
+        var (decoder, _) = Self.liveDecoderAfterDrop()
+        let frames = decoder.resynchronise(
+            Self.kernel([0: (1, 300, 400, false)]), slot: 0, at: Instant(microseconds: 3000))
+        #expect(frames.count == 1)
+        let moved = Self.touches(frames.first ?? [])
+        #expect(moved.map(\.kind) == [.motion, .frame])
+        #expect(moved.first?.seatSlot == 10_700)
+        #expect(moved.first?.x == 0.3 && moved.first?.y == 0.4)
+        #expect(moved.allSatisfy { $0.time == 3000 })
+        // Its next move and its lift are reported as before the loss, for the slot the kernel said is current (the lost
+        // frame had chosen slot 4).
+        let next = Self.touches(Self.feed(&decoder, at: 4, [(C.absType, C.positionX, 310), Self.report]))
+        #expect(next.map(\.kind) == [.motion, .frame])
+        let lift = Self.touches(Self.feed(&decoder, at: 5, [(C.absType, C.trackingID, -1), Self.report]))
+        #expect(lift.map(\.kind) == [.up, .frame])
+        #expect(lift.first?.seatSlot == 10_700)
+    }
+
+    @Test("after lost events a finger that lifted among them ends, and one that went down among them begins")
+    func resyncEndsAndBegins() {
+        var (decoder, _) = Self.liveDecoderAfterDrop()
+        // Slot 0 lifted and was taken by a new contact (id 5); slot 4's contact (id 9) went down in the lost frame.
+        let frames = decoder.resynchronise(
+            Self.kernel([0: (5, 600, 600, false), 4: (9, 200, 100, false)]), slot: 4, at: Instant(microseconds: 3000))
+        #expect(frames.count == 2)
+        let ends = Self.touches(frames.first ?? [])
+        #expect(ends.map(\.kind) == [.up, .frame])
+        #expect(ends.first?.seatSlot == 10_700)
+        let begins = Self.touches(frames.last ?? [])
+        #expect(begins.map(\.kind) == [.down, .down, .frame])
+        #expect(begins.map(\.seatSlot) == [10_700, 10_704, -1])
+        #expect(begins.first?.x == 0.6 && begins.last?.time == 3000)
+        #expect(decoder.activeSlots == [0, 4])
+        // Both end with their real lifts.
+        let lifts = Self.touches(
+            Self.feed(
+                &decoder, at: 4,
+                [
+                    (C.absType, C.slot, 0), (C.absType, C.trackingID, -1), (C.absType, C.slot, 4),
+                    (C.absType, C.trackingID, -1), Self.report,
+                ]))
+        #expect(lifts.map(\.kind) == [.up, .up, .frame])
+    }
+
+    @Test("after lost events a finger gone with nothing in its slot ends; a palm that went down is not a touch")
+    func resyncLiftAndPalm() {
+        var (decoder, _) = Self.liveDecoderAfterDrop()
+        let frames = decoder.resynchronise(
+            Self.kernel([3: (7, 500, 500, true)]), slot: 3, at: Instant(microseconds: 3000))
+        #expect(frames.map { Self.touches($0).map(\.kind) } == [[.up, .frame]])
+        #expect(decoder.activeSlots.isEmpty)
+        // The palm stays ignored until it lifts, across another resync too.
+        #expect(Self.feed(&decoder, at: 4, [(C.absType, C.positionX, 510), Self.report]).isEmpty)
+        #expect(Self.feed(&decoder, at: 5, [(C.synType, C.synDropped, 0), Self.report]).isEmpty)
+        #expect(
+            decoder.resynchronise(Self.kernel([3: (7, 520, 500, false)]), slot: 3, at: Instant(microseconds: 6000))
+                .isEmpty)
+        #expect(Self.feed(&decoder, at: 7, [(C.absType, C.trackingID, -1), Self.report]).isEmpty)
+    }
+
+    @Test("a resync whose kernel state could not be read ends every contact rather than leave one down")
+    func resyncUnreadable() {
+        var (decoder, _) = Self.liveDecoderAfterDrop()
+        let frames = decoder.resynchronise([], slot: nil, at: Instant(microseconds: 3000))
+        #expect(frames.map { Self.touches($0).map(\.kind) } == [[.up, .frame]])
+        #expect(decoder.activeSlots.isEmpty)
     }
 }
