@@ -588,16 +588,22 @@ final class FilterRun {
         }
         sleep(microseconds: 200_000)
         // The next tap is a fresh touch, as the only finger.
-        let next = eventCursor
-        try tap(500, 500)
-        if waitTouches(from: next, twinSysname, "TOUCH_DOWN", count: 1) == nil {
-            failures.append("the next tap did not reach the app")
-        } else if seatSlots(from: next, twinSysname, "TOUCH_DOWN") != [0] {
-            failures.append("the next tap came as seat slot(s) \(seatSlots(from: next, twinSysname, "TOUCH_DOWN"))")
-        }
+        if let failure = try nextTapFailure() { failures.append(failure) }
         record(
             "a reload with a finger down leaves the app's touch to its real lift (no early lift, no tap)",
             failures.isEmpty ? nil : failures.joined(separator: "; "))
+    }
+
+    /// A tap at (500, 500) after a check with fingers down: it must reach the app from the twin as the only finger
+    /// (seat slot 0), or the compositor still holds a touch of the check's. The failure; nil when it does.
+    private func nextTapFailure() throws(Abort) -> String? {
+        let next = eventCursor
+        try tap(500, 500)
+        if waitTouches(from: next, twinSysname, "TOUCH_DOWN", count: 1) == nil {
+            return "the next tap did not reach the app"
+        }
+        let slots = seatSlots(from: next, twinSysname, "TOUCH_DOWN")
+        return slots == [0] ? nil : "the next tap came as seat slot(s) \(slots)"
     }
 
     /// Motion frames written while touchd is stopped, after the second finger's touch-down: far more events than the
@@ -653,13 +659,7 @@ final class FilterRun {
         }
         if logged == nil { failures.append("touchd logged no line with SYN_DROPPED") }
         sleep(microseconds: 200_000)
-        let next = eventCursor
-        try tap(500, 500)
-        if waitTouches(from: next, twinSysname, "TOUCH_DOWN", count: 1) == nil {
-            failures.append("the next tap did not reach the app")
-        } else if seatSlots(from: next, twinSysname, "TOUCH_DOWN") != [0] {
-            failures.append("the next tap came as seat slot(s) \(seatSlots(from: next, twinSysname, "TOUCH_DOWN"))")
-        }
+        if let failure = try nextTapFailure() { failures.append(failure) }
         record(
             "lost events (SYN_DROPPED) leave the app's touches to their real lifts and bring it the finger that went "
                 + "down among them", failures.isEmpty ? nil : failures.joined(separator: "; "))
