@@ -216,7 +216,6 @@ struct EvdevTouchDecoder: Sendable {
                     y: state.y, palm: state.palm)
                 if !reported { active &= ~(1 << slot) }
             }
-            if !resynchronises { active = 0 }
             changed = 0
             singleTouchDown = false
             droppingUntilReport = true
