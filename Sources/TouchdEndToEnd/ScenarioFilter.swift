@@ -875,16 +875,19 @@ final class FilterRun {
     /// panel directly (touchd stopped), through the twin of the bare forwarder `--floor-filter` names (grab and copy,
     /// nothing decided; touchd stopped), and through touchd's twin. A fresh reader for each round of
     /// ``latencyTaps`` taps on the same point, the readers in turn (in the reverse order every other pass),
-    /// ``latencyPasses`` times: 100 touch-downs per reader counted. Each round's first tap is not counted, for every reader alike: it is the first touch of a process just
-    /// started (touchd's, the forwarder's) and of a twin just made, which the compositor's libinput meets for the first
-    /// time, so in the samples it would stand for one touch in eleven where a kiosk has one per start of the service.
-    /// It is reported on its own (`filter-latency-first-touch:`). Many short rounds rather than a few long ones: the
-    /// guest's speed drifts within a boot, and finer turns share the drift among the readers. Then the same with the
-    /// busy target (`busy`, working 20 ms after each message) receiving an action
-    /// for each touch-down: in touchd's rounds the tap lands on control `m`, whose touchDown touchd sends to `busy` as
-    /// it forwards the touch; in the other rounds the driver sends `busy` a line of its own right after each
-    /// touch-down's write (the target then starts its work a little earlier than after touchd's send, which if
-    /// anything loads the other readers more). The idle and busy rounds alternate within each pass.
+    /// ``latencyPasses`` times: 100 touch-downs per reader counted. Each round's first tap is not counted, for every
+    /// reader alike: it is the first touch of a process just started (touchd's, the forwarder's) and of a twin just
+    /// made, which the compositor's libinput meets for the first time, so in the samples it would stand for one touch
+    /// in eleven where a kiosk has one per start of the service. It is reported on its own
+    /// (`filter-latency-first-touch:`). Many short rounds rather than a few long ones: the guest's speed drifts within
+    /// a boot, and finer turns share the drift among the readers. Then the same with the busy target (`busy`, working
+    /// 20 ms after each message) receiving an action for each touch-down: in touchd's rounds the tap lands on control
+    /// `m`, whose touchDown touchd sends to `busy` after it forwarded the touch (about 0.4 ms after its write, while
+    /// the compositor reads); in the other rounds the driver sends `busy` a line of its own right after each
+    /// touch-down's write, so the target starts its work before the reader has read. Which of the two costs the reader
+    /// more is not settled: in one boot with the driver's line sent 2 ms later, the forwarder's busy median was 0.78
+    /// ms above its idle one and touchd's 1.78 ms (docs/performance.md). The idle and busy rounds alternate within
+    /// each pass.
     ///
     /// Prints a `filter-latency:` line per condition with each reader's median and p99 (nearest rank: of 100 samples
     /// the second largest) and touchd's ratios to the bare forwarder, beside the bounds the project set for them
