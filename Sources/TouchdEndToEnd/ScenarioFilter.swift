@@ -886,8 +886,9 @@ final class FilterRun {
     /// the compositor reads); in the other rounds the driver sends `busy` a line of its own right after each
     /// touch-down's write, so the target starts its work before the reader has read. Which of the two costs the reader
     /// more is not settled: in one boot with the driver's line sent 2 ms later, the forwarder's busy median was 0.78
-    /// ms above its idle one and touchd's 1.78 ms (docs/performance.md). The idle and busy rounds alternate within
-    /// each pass.
+    /// ms above its idle one and touchd's 1.78 ms; in another, with the forwarder sending the line itself after its
+    /// write as touchd does, the forwarder's was 1.79 ms above and touchd's 1.59 ms (docs/performance.md). The idle
+    /// and busy rounds alternate within each pass.
     ///
     /// Prints a `filter-latency:` line per condition with each reader's median and p99 (nearest rank: of 100 samples
     /// the second largest) and touchd's ratios to the bare forwarder, beside the bounds the project set for them
