@@ -989,11 +989,11 @@ final class FilterRun {
                         "\(reader.rawValue) \(figures(reader).map { "p50 \($0.p50) µs p99 \($0.p99) µs" } ?? "n/a") "
                             + "(\(samples[Round(reader: reader, busy: isBusy)]?.count ?? 0))"
                     }.joined(separator: ", ") + " (p99 nearest rank)")
-            if counts.contains(where: { $0 < Self.latencyPasses * (Self.latencyTaps - 1) }) { enough = false }
+            if counts.contains(where: { $0 < Self.latencySamples }) { enough = false }
         }
         let expectedActions = busy == nil ? 0 : Self.latencyPasses * Self.latencyTaps
         record(
-            "latency measured (\(Self.latencyPasses * (Self.latencyTaps - 1)) touch-downs per reader"
+            "latency measured (\(Self.latencySamples) touch-downs per reader"
                 + "\(busy == nil ? "" : ", idle and busy target"))",
             !enough
                 ? "too few samples: \(samples.map { "\($0.key.reader.rawValue) busy=\($0.key.busy): \($0.value.count)" })"
@@ -1012,6 +1012,8 @@ final class FilterRun {
     /// (nearest rank) is the second slowest rather than the slowest, one touch the guest happened to stall.
     private static let latencyPasses = 10
     private static let latencyTaps = 11
+    /// The samples each reader and condition must give: every tap of every round but the round's first.
+    private static let latencySamples = latencyPasses * (latencyTaps - 1)
     /// The bounds set for touchd's forwarding against the bare forwarder's (its ratio of medians and of p99s).
     private static let medianBound = 1.15
     private static let p99Bound = 1.3

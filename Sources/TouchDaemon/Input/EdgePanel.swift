@@ -22,8 +22,8 @@ final class EdgePanel {
     private var decoded: [InputEvent] = []
     /// The errno that ended reading (the device went away); nil while it reads.
     private(set) var failure: Int32?
-    /// The panel's twin, which the application reads; nil once touchd let go of the panel (``retire(at:into:)``), so that a
-    /// panel let go of never keeps its twin.
+    /// The panel's twin, which the application reads; nil once touchd let go of the panel (``retire(at:into:)``), so
+    /// that a panel let go of never keeps its twin.
     private(set) var twin: Twin?
     /// What the next frame may forward before the engine handles it (``EdgeForecast``), made by the loop after every
     /// change of the engine; nil forwards nothing first.
