@@ -1,12 +1,13 @@
 // Linux interfaces that Swift's Glibc module does not import: signalfd(2) for the input loop's signals, epoll(7) for its
 // wait, eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, tgkill(2) and
 // sigaction(2) for SignalChannel's forwarding handler, sched_setscheduler(2) for the input thread's yield to the target
-// it wakes (SendYield.swift). Header-only; the daemon's Services, Actions,
-// Input and Engine layers import it.
+// it wakes (SendYield.swift), fcntl(2)'s pipe capacity for `touchd speech-module`. Header-only; the daemon's Services,
+// Actions, Input and Engine layers and the command line import it.
 #ifndef TOUCHD_CLINUX_SHIM_H
 #define TOUCHD_CLINUX_SHIM_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -197,6 +198,15 @@ static inline int touchd_forbid_uinput_create(void) {
 /// What `ioctl(fd, UI_DEV_CREATE)` answers on the calling thread: 0, or the errno (EPERM under the filter above).
 static inline int touchd_try_uinput_create(int fd) {
     return ioctl(fd, UI_DEV_CREATE) == 0 ? 0 : errno;
+}
+
+/// fcntl(2)'s F_SETPIPE_SZ and F_GETPIPE_SZ (Linux 2.6.35), which need _GNU_SOURCE in glibc's headers: the pipe's
+/// capacity in bytes (`touchd speech-module`). The new capacity, or -1 with errno.
+static inline int touchd_set_pipe_size(int fd, int bytes) {
+    return fcntl(fd, 1031 /* F_SETPIPE_SZ */, bytes);
+}
+static inline int touchd_pipe_size(int fd) {
+    return fcntl(fd, 1032 /* F_GETPIPE_SZ */);
 }
 
 #endif

@@ -15,7 +15,8 @@ struct Touchd: ParsableCommand {
         abstract: "A daemon that turns a Linux touchscreen into UIKit-style controls declared in a TOML file.",
         version: version,
         subcommands: [
-            Run.self, Check.self, Simulate.self, Render.self, Identify.self, Calibrate.self, Ctl.self, Speak.self, GenerateManual.self,
+            Run.self, Check.self, Simulate.self, Render.self, Identify.self, Calibrate.self, Ctl.self, Speak.self,
+            SpeechModule.self, GenerateManual.self,
         ]
     )
 }
