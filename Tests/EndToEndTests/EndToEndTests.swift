@@ -172,16 +172,22 @@ struct EndToEndTests {
     /// - The default run (touchd-e2e with no mode): taps, gestures, reloads, hot-plug, faults, record and replay.
     /// - The next tap's action does not wait behind a busy target (ScenarioBusyTarget.swift): its median may exceed
     ///   the same with the first target idle by at most that idle median and 8 ms.
+    /// - Explore by touch with a real speech server (ScenarioSpeech.swift): speech-dispatcher with its espeak-ng module
+    ///   through the shipped launcher (packaging/speech/sd_espeak-ng), playing into ALSA's loopback card, captured
+    ///   with arecord; touchd in filter mode with `[accessibility]`: the start gesture, exploring, both double taps,
+    ///   every CANCEL sent and heard, and touches flowing with the server stopped. Audio that goes on past 100 ms
+    ///   after a CANCEL is reported, not failed (`--cancel-reported`): under emulation on a shared host the module's
+    ///   confirmation sometimes comes later (docs/speech-server.md, "Measured").
     /// - Filter mode under a real compositor and client (ScenarioCage.swift): cage, which ignores libinput's touch
     ///   cancel, shows wev; a recognized admin press ends for wev when it is recognized, and wev still gets the next
     ///   tap in the same slot.
     /// - `[filter] twin_space` under cage (ScenarioCageTwinSpace.swift): with cage turned to portrait and
     ///   `twin_space = "output"`, wev gets each tap where touchd's controls saw it.
     @Test(
-        "touchd-e2e's checks in one guest: start-up, identify, calibrate, default, busy target, cage")
+        "touchd-e2e's checks in one guest: start-up, identify, calibrate, default, busy target, speech, cage")
     func checksInOneGuest() async throws {
         // Each step's own bound, in the guest's seconds, as when each had a guest of its own.
-        let timeout = 600 + 300 + 300 + 900 + 240 + 600 + 600
+        let timeout = 600 + 300 + 300 + 900 + 240 + 600 + 600 + 600
         try await Self.runSequence(
             "touchd-e2e in one guest", vm: ["--gpu", "--timeout", "\(timeout)"],
             steps: [
@@ -190,6 +196,9 @@ struct EndToEndTests {
                 Step(driver: ["--calibrate"]),
                 Step(driver: []),
                 Step(driver: ["--busy-target"]),
+                Step(
+                    driver: ["--speech", "--cancel-reported"],
+                    needs: ["speech-dispatcher", "espeak-ng", "arecord", "sox"]),
                 Step(driver: ["--cage"], needs: ["cage", "wev"]),
                 Step(driver: ["--cage", "--twin-space"], needs: ["cage", "wev"]),
             ])
