@@ -31,7 +31,7 @@ struct ManualTests {
         }
         let sections = lines.filter { $0.hasPrefix(".SS ") }
         let expected = Touchd.configuration.subcommands.flatMap { Self.commands($0, path: ["touchd"]) }
-        #expect(sections == expected.map { ".SS \"\($0.0)\"" })
+        #expect(sections == expected.map { ".SS \"\(Manual.escape($0.0))\"" })
         #expect(sections.contains(".SS \"touchd render\"") && sections.contains(".SS \"touchd ctl monitor\""))
         #expect(!page.contains("generate\\-manual"))
         // Each section lists its command's options, spelled as roff needs them (\- for each hyphen).
