@@ -356,7 +356,8 @@ struct Options: Equatable {
         ].filter(arguments.contains)
         if !options.speech, !speechOptions.isEmpty {
             throw UsageError(
-                "--speechd-queue, --espeak-chunk, --module-pipe-bytes and --speechd-trace go with --speech")
+                "--speechd-queue, --espeak-chunk, --module-pipe-bytes, --speechd-trace and --cancel-reported go "
+                    + "with --speech")
         }
         if options.printScreenshot, !options.calibrate {
             throw UsageError("--print-screenshot goes with --calibrate")

@@ -541,7 +541,9 @@ final class SpeechTouches {
                 "speech: REPORTED (--cancel-reported, not failed): audio past 100 ms after the CANCEL: \(lateness)")
         }
         record(
-            "a new touch sends CANCEL and the audio stops within 100 ms of it",
+            options.cancelReported
+                ? "a new touch sends CANCEL and the audio stops (within 100 ms: reported above, not judged)"
+                : "a new touch sends CANCEL and the audio stops within 100 ms of it",
             late.isEmpty && enough || enough && options.cancelReported ? nil : lateness)
     }
 }
