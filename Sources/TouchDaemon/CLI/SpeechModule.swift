@@ -17,7 +17,7 @@ struct SpeechModule: ParsableCommand {
         discussion: """
             For speechd.conf's AddModule line, through a launcher such as /usr/lib/touchd/sd_espeak-ng (scripts/install \
             and the .deb ship it): sets the capacity of the pipe on standard output (the module's output to \
-            speech-dispatcher) to --pipe-bytes, then runs MODULE with ARGUMENTS in its place. speech-dispatcher plays \
+            speech-dispatcher) to --pipe-bytes, then runs MODULE with its arguments in its place. speech-dispatcher plays \
             on after a CANCEL until it has read everything the module wrote before it stopped; a one-page pipe keeps \
             that short. When standard output is not a pipe, or its capacity cannot be changed, it says so on standard \
             error and runs MODULE anyway: speech then works as without it. It writes nothing on standard output, which \
@@ -35,12 +35,16 @@ struct SpeechModule: ParsableCommand {
     var pipeBytes: Int = minimumBytes
 
     @Argument(
+        help: ArgumentHelp(
+            "The module's path, absolute (e.g. /usr/lib/speech-dispatcher-modules/sd_espeak-ng).", valueName: "module"))
+    var module: String
+
+    @Argument(
         parsing: .captureForPassthrough,
         help: ArgumentHelp(
-            "The module's path (absolute, e.g. /usr/lib/speech-dispatcher-modules/sd_espeak-ng) and its arguments "
-                + "(speech-dispatcher passes the module's configuration file).",
-            valueName: "module"))
-    var command: [String] = []
+            "The module's arguments, passed on as they are (speech-dispatcher passes the module's configuration file).",
+            valueName: "argument"))
+    var arguments: [String] = []
 
     static let minimumBytes = 4096
     static let maximumBytes = 1_048_576
@@ -49,7 +53,6 @@ struct SpeechModule: ParsableCommand {
         guard (Self.minimumBytes...Self.maximumBytes).contains(pipeBytes) else {
             throw ValidationError("--pipe-bytes must be \(Self.minimumBytes)…\(Self.maximumBytes), not \(pipeBytes)")
         }
-        guard let module = command.first else { throw ValidationError("give the module to run") }
         guard module.hasPrefix("/") else {
             throw ValidationError("the module must be an absolute path, not '\(module)'")
         }
@@ -59,11 +62,10 @@ struct SpeechModule: ParsableCommand {
         if let problem = Self.shrinkPipe(STDOUT_FILENO, to: pipeBytes) {
             Self.warn("\(problem); the module starts with the pipe as it is")
         }
-        let module = command[0]
-        let arguments = command.map { strdup($0) } + [nil]
-        execv(module, arguments)
+        let argv = ([module] + arguments).map { strdup($0) } + [nil]
+        execv(module, argv)
         let code = errno
-        for argument in arguments { free(argument) }
+        for argument in argv { free(argument) }
         Self.warn("cannot run \(module): \(String(cString: strerror(code)))")
         throw ExitCode(code == ENOENT ? 127 : 126)
     }

@@ -76,7 +76,7 @@ struct SpeechModuleTests {
 
     @Test(arguments: [
         (["sd_espeak-ng"], "the module must be an absolute path, not 'sd_espeak-ng'"),
-        ([], "give the module to run"),
+        ([], "Missing expected argument '<module>'"),
         (["--pipe-bytes", "100", "/bin/true"], "--pipe-bytes must be 4096…1048576, not 100"),
         (["--pipe-bytes", "2097152", "/bin/true"], "--pipe-bytes must be 4096…1048576, not 2097152"),
     ])
@@ -85,5 +85,17 @@ struct SpeechModuleTests {
         #expect(run.status == 64)
         #expect(run.standardOutput.isEmpty)
         #expect(run.standardError.contains("Error: \(message)"))
+    }
+
+    /// `--help` before the module is touchd's (scripts/vm/check-install runs it); after the module it is the module's.
+    @Test func helpBeforeTheModuleIsTouchdsAndAfterItTheModules() throws {
+        let help = try TouchdProcess.run(["speech-module", "--help"])
+        #expect(help.status == 0)
+        #expect(
+            help.standardOutput.contains("USAGE: touchd speech-module [--pipe-bytes <bytes>] <module> [<argument> ...]")
+        )
+        let passed = try TouchdProcess.run(["speech-module", "/bin/echo", "--help", "--pipe-bytes", "1"])
+        #expect(passed.status == 0)
+        #expect(passed.standardOutput == "--help --pipe-bytes 1\n")
     }
 }
