@@ -200,13 +200,10 @@ static inline int touchd_try_uinput_create(int fd) {
     return ioctl(fd, UI_DEV_CREATE) == 0 ? 0 : errno;
 }
 
-/// fcntl(2)'s F_SETPIPE_SZ and F_GETPIPE_SZ (Linux 2.6.35), which need _GNU_SOURCE in glibc's headers: the pipe's
-/// capacity in bytes (`touchd speech-module`). The new capacity, or -1 with errno.
+/// fcntl(2)'s F_SETPIPE_SZ (Linux 2.6.35), which needs _GNU_SOURCE in glibc's headers: sets the pipe's capacity in
+/// bytes (`touchd speech-module`). The new capacity, or -1 with errno.
 static inline int touchd_set_pipe_size(int fd, int bytes) {
     return fcntl(fd, 1031 /* F_SETPIPE_SZ */, bytes);
-}
-static inline int touchd_pipe_size(int fd) {
-    return fcntl(fd, 1032 /* F_GETPIPE_SZ */);
 }
 
 #endif

@@ -3,7 +3,7 @@ import CLinux
 import Glibc
 
 /// `touchd speech-module`: starts a speech-dispatcher output module with a small pipe to the server, so that a new
-/// touch silences speech sooner (docs/speech-server.md, "Stopping at once").
+/// touch silences speech sooner (docs/speech-server.md, "Stopping speech on a new touch").
 ///
 /// speech-dispatcher 0.11 reads its module's output one byte per `read(2)`, and after a `CANCEL` it plays on until it
 /// has read and dropped everything the module wrote before its `703`: with the pipe's default 64 KiB, up to 1.5 s of
@@ -15,14 +15,14 @@ struct SpeechModule: ParsableCommand {
         commandName: "speech-module",
         abstract: "Start a speech-dispatcher output module with a small pipe to the server, for a prompt CANCEL.",
         discussion: """
-            For speechd.conf's AddModule line, through a launcher such as /usr/lib/touchd/sd_espeak-ng (scripts/install \
-            and the .deb ship it): sets the capacity of the pipe on standard output (the module's output to \
-            speech-dispatcher) to --pipe-bytes, then runs MODULE with its arguments in its place. speech-dispatcher plays \
-            on after a CANCEL until it has read everything the module wrote before it stopped; a one-page pipe keeps \
-            that short. When standard output is not a pipe, or its capacity cannot be changed, it says so on standard \
-            error and runs MODULE anyway: speech then works as without it. It writes nothing on standard output, which \
-            is the module's. Exits 127 when MODULE does not exist and 126 when it cannot be run. \
-            docs/speech-server.md says how to set it up.
+            For speechd.conf's AddModule line, through a launcher such as /usr/lib/touchd/sd_espeak-ng \
+            (scripts/install and the .deb ship it): sets the capacity of the pipe on standard output (the module's \
+            output to speech-dispatcher) to --pipe-bytes, then runs MODULE with its arguments in its place. \
+            speech-dispatcher plays on after a CANCEL until it has read everything the module wrote before it \
+            stopped; a one-page pipe keeps that short. When standard output is not a pipe, or its capacity cannot be \
+            changed, it says so on standard error and runs MODULE anyway: speech then works as without it. It writes \
+            nothing on standard output, which is the module's. Exits 127 when MODULE does not exist and 126 when it \
+            cannot be run. docs/speech-server.md says how to set it up.
             """
     )
 

@@ -3,8 +3,8 @@ import Glibc
 import Testing
 
 /// `touchd speech-module`, the launcher of speech-dispatcher's output module: it sets the capacity of the pipe on its
-/// standard output and runs the module in its place (docs/speech-server.md, "Stopping at once"). The test holds the
-/// pipe's other end, as speech-dispatcher does, and reads the capacity from there once the module runs.
+/// standard output and runs the module in its place (docs/speech-server.md, "Stopping speech on a new touch"). The
+/// test holds the pipe's other end, as speech-dispatcher does, and reads the capacity from there once the module runs.
 struct SpeechModuleTests {
     /// Runs `touchd speech-module ARGUMENTS` with pipes for its standard input and output. The module given prints
     /// `ready` and waits for its input to close. Returns the capacity of the output pipe seen while the module runs,
