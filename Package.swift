@@ -78,7 +78,7 @@ let package = Package(
         // checks what reaches a socket target. Not installed; only the end-to-end test uses it.
         .executableTarget(
             name: "TouchdEndToEnd",
-            dependencies: ["CLibinput"],
+            dependencies: ["CLibinput", "CLinux"],
             swiftSettings: strict
         ),
         // What the test targets share: the seeded random generator, a manual clock, `eventually`.

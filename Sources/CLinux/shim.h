@@ -1,8 +1,9 @@
 // Linux interfaces that Swift's Glibc module does not import: signalfd(2) for the input loop's signals, epoll(7) for its
 // wait, eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, tgkill(2) and
 // sigaction(2) for SignalChannel's forwarding handler, sched_setscheduler(2) for the input thread's yield to the target
-// it wakes (SendYield.swift), fcntl(2)'s pipe capacity for `touchd speech-module`. Header-only; the daemon's Services,
-// Actions, Input and Engine layers and the command line import it.
+// it wakes (SendYield.swift), fcntl(2)'s pipe capacity for `touchd speech-module`, sched_setaffinity(2) for
+// touchd-e2e's stall watch. Header-only; the daemon's Services, Actions, Input and Engine layers, the command line and
+// touchd-e2e import it.
 #ifndef TOUCHD_CLINUX_SHIM_H
 #define TOUCHD_CLINUX_SHIM_H
 
@@ -112,6 +113,19 @@ static inline int touchd_allowed_cpu_count(void) {
     int count = 0;
     for (long i = 0; i < bytes / (long)sizeof mask[0] && i < 64; i++) count += __builtin_popcountl(mask[i]);
     return count;
+}
+
+/// Pins the calling thread to CPU `cpu` (0–4095) with sched_setaffinity(2); 0, or -1 with errno. touchd-e2e's stall
+/// watch runs one watcher on each vCPU.
+static inline int touchd_pin_to_cpu(int cpu) {
+    unsigned long mask[64];
+    memset(mask, 0, sizeof mask);
+    if (cpu < 0 || cpu >= (int)(8 * sizeof mask)) {
+        errno = EINVAL;
+        return -1;
+    }
+    mask[cpu / (8 * sizeof mask[0])] = 1UL << (cpu % (8 * sizeof mask[0]));
+    return (int)syscall(SYS_sched_setaffinity, 0, sizeof mask, mask);
 }
 
 /// Names the calling thread (at most 15 bytes show), as `top -H` and `/proc/PID/task/TID/comm` show it.

@@ -216,6 +216,9 @@ final class SpeechRun {
         let clock = CaptureClock(path: capture, rate: Self.rate)
         clock.start()
         defer { clock.stop() }
+        let stalls = StallWatch()
+        stalls.start()
+        defer { stalls.stop() }
         sleep(microseconds: 300_000)
         try startServer()
         // Cold: the first utterance after the server started (the module and the sound device open).
@@ -252,12 +255,14 @@ final class SpeechRun {
             throw DriverError("arecord did not stop on SIGINT")
         }
         clock.stop()
+        stalls.stop()
+        figures.append(stalls.summary())
         let overruns = recorder.output.all.filter { $0.contains("overrun") }.count
         figures.append("arecord overruns: \(overruns) (frames lost; the capture clock is re-anchored locally)")
         guard let samples = Self.windows(ofWAV: capture) else { throw DriverError("no capture in \(capture)") }
         analyse(samples, clock: clock, heard: heard, canceled: canceled, capture: capture, end: touchesStart)
         reportServerLog()
-        touches.analyse(samples, clock: clock, threshold: Self.threshold, window: Self.window)
+        touches.analyse(samples, clock: clock, stalls: stalls, threshold: Self.threshold, window: Self.window)
         // Rule 3: the server stops; the start gesture leaves touches flowing and the log says why.
         server?.killAndReap()
         do throws(Abort) {

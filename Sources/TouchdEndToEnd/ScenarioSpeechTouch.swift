@@ -426,7 +426,7 @@ final class SpeechTouches {
     // MARK: - Figures
 
     /// The figures of the exploring samples against the capture (5 ms RMS windows, `loud` above the threshold).
-    func analyse(_ windows: [Double], clock: CaptureClock, threshold: Double, window: Int) {
+    func analyse(_ windows: [Double], clock: CaptureClock, stalls: StallWatch, threshold: Double, window: Int) {
         func index(_ time: Microseconds) -> Int { clock.frame(at: time) / window }
         func time(_ index: Int) -> Microseconds { clock.time(ofFrame: index * window) }
         let loud = windows.map { $0 > threshold }
@@ -498,8 +498,16 @@ final class SpeechTouches {
             // samples still loud in the 10 ms before the CANCEL is the one a word cut off mid-way hears.
             let justBefore = max(0, cancelIndex - 2)..<min(cancelIndex, loud.count)
             if !justBefore.isEmpty, loud[justBefore].contains(true) { toSilenceMidWord.append(stop) }
-            row += String(format: ", CANCEL → silence %.1f", stop)
-            if stop > 100 { late.append(String(format: "#%d: %.1f ms", number + 1, stop)) }
+            // Whether the guest itself stood still meanwhile (StallWatch): said beside the figure, never taken off it.
+            let lost = stalls.lost(from: cancel.arrival, to: max(silence, cancel.arrival))
+            let stalled =
+                lost.anyCPU == 0
+                ? ""
+                : String(
+                    format: " (the guest stalled %.1f ms of it on a vCPU, %.1f on every vCPU)",
+                    Double(lost.anyCPU) / 1000, Double(lost.everyCPU) / 1000)
+            row += String(format: ", CANCEL → silence %.1f", stop) + stalled
+            if stop > 100 { late.append(String(format: "#%d: %.1f ms", number + 1, stop) + stalled) }
             if let canceled = lines.first(where: {
                 $0.direction == .received && $0.text.hasPrefix("703") && $0.arrival >= cancel.arrival
             }) {
@@ -544,6 +552,6 @@ final class SpeechTouches {
             options.cancelReported
                 ? "a new touch sends CANCEL and the audio stops (within 100 ms: reported above, not judged)"
                 : "a new touch sends CANCEL and the audio stops within 100 ms of it",
-            late.isEmpty && enough || enough && options.cancelReported ? nil : lateness)
+            enough && (late.isEmpty || options.cancelReported) ? nil : lateness)
     }
 }

@@ -22,11 +22,31 @@ struct SelfTest {
         configurations(results)
         busyTarget(results)
         speechCapture(results)
+        stallWatch(results)
         Console.line(
             results.failed == 0
                 ? "self-test: all \(results.passed) checks passed"
                 : "self-test: \(results.failed) of \(results.passed + results.failed) checks failed")
         return results.failed == 0 ? 0 : 1
+    }
+
+    /// StallWatch's sweep: what part of a window some vCPU, and every vCPU, did not run.
+    func stallWatch(_ results: Results) {
+        typealias Stall = StallWatch.Stall
+        let stalls = [
+            Stall(cpu: 0, from: 100, to: 200), Stall(cpu: 1, from: 150, to: 300), Stall(cpu: 0, from: 200, to: 220),
+            Stall(cpu: 1, from: 500, to: 600),
+        ]
+        func lost(_ start: UInt64, _ end: UInt64, cpus: Int = 2) -> [UInt64] {
+            let value = StallWatch.lost(in: stalls, cpus: cpus, from: start, to: end)
+            return [value.anyCPU, value.everyCPU]
+        }
+        // vCPU 0 stalled 100–220 (two stalls that touch), vCPU 1 150–300: some vCPU 100–300, both 150–220.
+        results.equal("stall watch: overlapping stalls of two vCPUs", lost(0, 1000), [300, 70])
+        results.equal("stall watch: clipped to the window", lost(160, 210), [50, 50])
+        results.equal("stall watch: a window between stalls", lost(300, 500), [0, 0])
+        results.equal("stall watch: one vCPU of one", lost(450, 550, cpus: 1), [50, 50])
+        results.equal("stall watch: an empty window", lost(200, 100), [0, 0])
     }
 
     /// `--speech`'s reading of a capture: 5 ms windows of a 48 kHz stereo WAV, silence 0 and a tone above the
