@@ -47,6 +47,10 @@ struct SelfTest {
         results.equal("stall watch: a window between stalls", lost(300, 500), [0, 0])
         results.equal("stall watch: one vCPU of one", lost(450, 550, cpus: 1), [50, 50])
         results.equal("stall watch: an empty window", lost(200, 100), [0, 0])
+        // Stopped before it started: returns at once, with nothing seen.
+        let unstarted = StallWatch()
+        unstarted.stop()
+        results.equal("stall watch: stop before start", unstarted.all, [])
     }
 
     /// `--speech`'s reading of a capture: 5 ms windows of a 48 kHz stereo WAV, silence 0 and a tone above the

@@ -30,13 +30,15 @@ final class StallWatch: @unchecked Sendable {
     let cpus: Int
     private let stalls = Mutex<[Stall]>([])
     private let running = Atomic<Bool>(false)
-    private let finished = Atomic<Int>(0)
-    /// Why a watcher could not be pinned or raised (then its CPU is not watched and ``watching`` says so).
+    /// Watchers that have ended: all of them until ``start()`` (so ``stop()`` before it returns at once).
+    private let finished: Atomic<Int>
+    /// Why a watcher could not be pinned or raised (then its CPU is not watched and ``watchingProblems`` says so).
     private let problems = Mutex<[String]>([])
 
     init(threshold: UInt64 = 10_000) {
         self.threshold = threshold
         cpus = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        finished = Atomic<Int>(cpus)
     }
 
     func start() {
