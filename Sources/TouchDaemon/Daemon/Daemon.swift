@@ -211,8 +211,18 @@ final class Daemon {
                     // changed since (a resume handled above, or the frame before): nothing when it did not.
                     refreshForecasts()
                     let first = edge.forecast?.twinFrame(for: frame)
-                    if let first, let code = edge.forwardFirst(first) {
-                        forwardFailed(device: edge.device, errno: code)
+                    if let first {
+                        if let code = edge.forwardFirst(first) {
+                            forwardFailed(device: edge.device, errno: code)
+                        } else {
+                            // The write woke the application's reader (the compositor). A woken thread preempts
+                            // the running one only when it is behind it by more than the scheduler's wake-up
+                            // granularity (1 ms and up); both slept before this touch, so on touchd's CPU the
+                            // reader would wait for the rest of the frame, the engine's work and the actions. The
+                            // yield lets it run first; with nothing else runnable here it returns at once
+                            // (docs/kiosk.md, "Forward first"; docs/performance.md measures it).
+                            sched_yield()
+                        }
                     }
                     engine.handle(taking: &frame, now: wokeAt, into: &effects, forwardedFirst: first)
                     perform(taking: &effects)
