@@ -267,36 +267,45 @@ public struct AppForecast: Hashable, Sendable {
 
     /// What the application gets from `frame` when that is certain; nil when the scene must decide it.
     public func predict(_ frame: Frame) -> [AppTouchRecord]? {
-        guard !frame.samples.isEmpty, frame.time >= now, validUntil.map({ frame.time < $0 }) ?? true else { return nil }
-        let time = frame.time
         var records: [AppTouchRecord] = []
+        return predict(frame, into: &records) ? records : nil
+    }
+
+    /// ``predict(_:)`` into `records` (emptied first, its room kept): true when certain, and `records` holds what the
+    /// application gets; false when the scene must decide it.
+    public func predict(_ frame: Frame, into records: inout [AppTouchRecord]) -> Bool {
+        records.removeAll(keepingCapacity: true)
+        guard !frame.samples.isEmpty, frame.time >= now, validUntil.map({ frame.time < $0 }) ?? true else {
+            return false
+        }
+        let time = frame.time
         var began = 0
         var ended = false
         for (index, sample) in frame.samples.enumerated() {
             // A contact twice in one frame is not what the input layer gives: the scene decides.
-            guard !frame.samples[..<index].contains(where: { $0.contact == sample.contact }) else { return nil }
+            guard !frame.samples[..<index].contains(where: { $0.contact == sample.contact }) else { return false }
             switch sample.phase {
             case .began:
                 guard !ended, began < newTouchRoom, !holdsEverywhere, let location = sample.location,
                     location.isFinite, !contactsDown.contains(sample.contact),
                     !holds.contains(where: { $0.contains(location) })
-                else { return nil }
-                if contactsDown.isEmpty, began == 0, let before = newTouchesBefore, time >= before { return nil }
+                else { return false }
+                if contactsDown.isEmpty, began == 0, let before = newTouchesBefore, time >= before { return false }
                 let touch = nextTouch &+ UInt64(began)
                 records.append(
                     AppTouchRecord(time: time, contact: sample.contact, touch: touch, phase: .down, location: location))
                 began += 1
             case .moved:
                 guard let touch = continuing[sample.contact], let location = sample.location, location.isFinite
-                else { return nil }
+                else { return false }
                 records.append(
                     AppTouchRecord(
                         time: time, contact: sample.contact, touch: touch.touch, phase: .move, location: location))
             case .ended:
-                guard began == 0, let touch = continuing[sample.contact] else { return nil }
+                guard began == 0, let touch = continuing[sample.contact] else { return false }
                 ended = true
                 if let location = sample.location {
-                    guard location.isFinite else { return nil }
+                    guard location.isFinite else { return false }
                     if location != touch.location {
                         records.append(
                             AppTouchRecord(
@@ -307,10 +316,10 @@ public struct AppForecast: Hashable, Sendable {
                 records.append(
                     AppTouchRecord(time: time, contact: sample.contact, touch: touch.touch, phase: .up, location: nil))
             case .cancelled:
-                return nil
+                return false
             }
         }
-        return records
+        return true
     }
 }
 

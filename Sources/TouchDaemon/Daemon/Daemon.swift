@@ -210,7 +210,7 @@ final class Daemon {
                     // frame, and its scene makes what was written. The forecast is made anew first if the engine
                     // changed since (a resume handled above, or the frame before): nothing when it did not.
                     refreshForecasts()
-                    let first = edge.forecast?.twinFrame(for: frame)
+                    let first = edge.certain(of: frame)
                     if let first {
                         if let code = edge.forwardFirst(first) {
                             forwardFailed(device: edge.device, errno: code)

@@ -326,47 +326,75 @@ struct EdgeForecast: Sendable {
     var twinSpace: Configuration.Filter.TwinSpace
     var output: Configuration.Output
 
+    /// The room ``twinFrame(for:scratch:)`` works in, kept by the edge from frame to frame, so that a forwarded frame
+    /// allocates nothing before its write.
+    struct Scratch {
+        var samples: [ContactSample] = []
+        var records: [AppTouchRecord] = []
+        var changes: [TwinChange] = []
+
+        init() {
+            samples.reserveCapacity(8)
+            records.reserveCapacity(8)
+            changes.reserveCapacity(8)
+        }
+    }
+
     /// The twin frame for one frame of the panel's touch events (as the edge decoded them: touches, then the frame),
     /// when all of it is certain; nil otherwise. The router's reading of the same events, without the router.
     func twinFrame(for events: [InputEvent]) -> TwinFrame? {
-        var samples: [ContactSample] = []
-        var slots: [(contact: ContactID, slot: Int)] = []
+        var scratch = Scratch()
+        return twinFrame(for: events, scratch: &scratch)
+    }
+
+    /// ``twinFrame(for:)`` in `scratch`'s room: the frame's changes share the storage of `scratch.changes` until the
+    /// next call.
+    func twinFrame(for events: [InputEvent], scratch: inout Scratch) -> TwinFrame? {
+        scratch.samples.removeAll(keepingCapacity: true)
         var time: Instant?
         for event in events {
             guard case .touch(let touch) = event, touch.device == device else { return nil }
             switch touch.kind {
             case .down:
                 guard let x = touch.x, let y = touch.y, let point = mapper.map(x: x, y: y) else { return nil }
-                samples.append(.began(touch.seatSlot, at: point))
-                slots.append((touch.seatSlot, touch.slot))
+                scratch.samples.append(.began(touch.seatSlot, at: point))
             case .motion:
                 guard let x = touch.x, let y = touch.y, let point = mapper.map(x: x, y: y) else { return nil }
-                samples.append(.moved(touch.seatSlot, to: point))
+                scratch.samples.append(.moved(touch.seatSlot, to: point))
             case .up:
-                samples.append(.ended(touch.seatSlot))
+                scratch.samples.append(.ended(touch.seatSlot))
             case .cancel:
                 return nil
             case .frame:
                 time = Instant(microseconds: touch.time)
             }
         }
-        guard let time, let records = app.predict(Frame(time: time, samples: samples)), !records.isEmpty
+        guard let time, app.predict(Frame(time: time, samples: scratch.samples), into: &scratch.records),
+            !scratch.records.isEmpty
         else { return nil }
-        var changes: [TwinChange] = []
-        for record in records {
-            let slot = record.phase == .down ? slots.first { $0.contact == record.contact }?.slot ?? -1 : -1
+        scratch.changes.removeAll(keepingCapacity: true)
+        for record in scratch.records {
             let position = record.location.flatMap { point -> (x: Double, y: Double)? in
                 switch twinSpace {
                 case .device: mapper.unmap(point)
                 case .output: OutputAxes.normalised(point, on: output)
                 }
             }
-            changes.append(
+            scratch.changes.append(
                 TwinChange(
-                    touch: Engine.appTouch(record.touch, generation: generation), phase: record.phase, slot: slot,
+                    touch: Engine.appTouch(record.touch, generation: generation), phase: record.phase,
+                    slot: record.phase == .down ? Self.slot(of: record.contact, in: events) : -1,
                     x: position?.x, y: position?.y))
         }
-        return TwinFrame(device: device, changes: changes)
+        return TwinFrame(device: device, changes: scratch.changes)
+    }
+
+    /// The device's own slot of the contact that went down in `events` (−1: none).
+    private static func slot(of contact: ContactID, in events: [InputEvent]) -> Int {
+        for event in events {
+            if case .touch(let touch) = event, touch.kind == .down, touch.seatSlot == contact { return touch.slot }
+        }
+        return -1
     }
 }
 

@@ -28,6 +28,8 @@ final class EdgePanel {
     /// What the next frame may forward before the engine handles it (``EdgeForecast``), made by the loop after every
     /// change of the engine; nil forwards nothing first.
     var forecast: EdgeForecast?
+    /// The forecast's room, kept from frame to frame (``EdgeForecast/Scratch``).
+    private var scratch = EdgeForecast.Scratch()
 
     /// The seat slots of an edge panel's contacts: above any that libinput gives (it numbers a seat's contacts from 0),
     /// a hundred per device.
@@ -139,6 +141,12 @@ final class EdgePanel {
 
     /// Whether touchd let go of the panel (``retire(at:into:)``): it is read no more.
     var isRetired: Bool { twin == nil }
+
+    /// What the forecast makes certain of `frame` (``EdgeForecast/twinFrame(for:)``), in the edge's own room: its
+    /// changes share that room's storage until the next frame.
+    func certain(of frame: [InputEvent]) -> TwinFrame? {
+        forecast?.twinFrame(for: frame, scratch: &scratch)
+    }
 
     /// Writes what the forecast made certain of a frame to the twin, before the engine handles the frame; the errno
     /// of a failed write, nil when written (or let go of).

@@ -268,6 +268,39 @@ struct EngineFilterTests {
         #expect(driver.engine.edgeForecast(for: 2) == nil)
     }
 
+    @Test("forwarding first in the edge's kept room: a fresh forecast's frames, nothing left from the frame before")
+    func forwardsFirstInKeptRoom() throws {
+        var driver = try Self.filtering()
+        var scratch = EdgeForecast.Scratch()
+        var previous: (frame: TwinFrame, copy: [TwinChange])?
+        // The second frame is not certain after its move was forecast (a touch-down on the admin press's corner
+        // beside it): asked of the same room, and not handled, it must leave nothing in the frames after it.
+        for (changes, certain): ([EngineHarness.Driver.Change], Bool) in [
+            ([.down(0, 500, 600)], true), ([.move(0, 520, 610), .down(1, 50, 900)], false),
+            ([.move(0, 530, 620)], true), ([.down(1, 500, 400)], true),
+            ([.move(0, 540, 630), .move(1, 510, 400)], true),
+            ([.up(0)], true), ([.up(1)], true),
+        ] {
+            var alone = driver
+            let events = driver.events(changes)
+            let forecast = try #require(driver.engine.edgeForecast(for: 1))
+            let first = forecast.twinFrame(for: events, scratch: &scratch)
+            #expect(first == forecast.twinFrame(for: events), "\(changes)")
+            // A frame handed out before keeps its changes when the room is used again.
+            if let previous { #expect(previous.frame.changes == previous.copy) }
+            guard certain else {
+                #expect(first == nil, "\(changes)")
+                continue
+            }
+            let written = try #require(first, "\(changes)")
+            previous = (written, Array(written.changes))
+            #expect([written] == Self.frames(alone.frame(changes)), "\(changes)")
+            let effects = driver.engine.handle(events, now: driver.now + 300, forwardedFirst: written)
+            #expect(Self.frames(effects).isEmpty)
+        }
+        #expect(driver.engine.statistics.forecastMisses == 0)
+    }
+
     @Test("a change forwarded first that the scene does not make is said as an error and its touch cancelled")
     func forecastMiss() throws {
         var driver = try Self.filtering()
