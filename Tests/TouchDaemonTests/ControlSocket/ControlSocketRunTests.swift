@@ -293,7 +293,12 @@ struct ControlSocketRunTests {
             "\((try? running.ctl(["speech"]).output) ?? "")")
         let on = try running.ctl(["speech", "on"])
         #expect(on.status == 0, "\(on.error)")
-        #expect(await eventually { server.texts.contains("SPEAK") })
+        // The command comes first, then (after the server's 230) the text: wait for the line after it.
+        #expect(
+            await eventually {
+                let texts = server.texts
+                return texts.firstIndex(of: "SPEAK").map { texts.count > $0 + 1 } ?? false
+            })
         let texts = server.texts
         #expect(texts.contains("SET SELF PRIORITY important"), "\(texts)")
         let speak = try #require(texts.firstIndex(of: "SPEAK"))
