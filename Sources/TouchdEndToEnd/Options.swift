@@ -191,8 +191,10 @@ struct Options: Equatable {
                          touchd speech-module sets its output pipe to BYTES (default 4096, as shipped); 0 runs the
                          module directly, with Linux's 65536
           --cancel-reported
-                         with --speech: audio that went on past 100 ms after a CANCEL is reported (a `speech:
-                         REPORTED` line) rather than failed, as CI runs it; a CANCEL not sent still fails
+                         with --speech: audio that went on past 100 ms after a CANCEL with the guest running is
+                         reported (a `speech: REPORTED` line) rather than failed; a CANCEL not sent still fails.
+                         Without it (as CI runs it) such a stop fails; one past 100 ms only by the time the guest
+                         stood still (the stall watch) is reported and not judged late either way
           --speechd-trace
                          with --speech: speech-dispatcher logs what it reads from the module (CustomLogFile
                          "output_module") and the module logs its steps (Debug 1); then, per CANCEL that found the

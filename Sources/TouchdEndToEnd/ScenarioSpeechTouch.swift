@@ -31,6 +31,8 @@ final class SpeechTouches {
     private(set) var figures: [String] = []
 
     static let samples = 20
+    /// The contract's bound from a CANCEL to silence (µs).
+    static let stopBound: UInt64 = 100_000
     static let introduction = "Speech on."
     static let farewell = "Speech off."
     static let labelA = "Pay with card or with your phone"
@@ -440,6 +442,7 @@ final class SpeechTouches {
         var firstReply: [Double] = []
         var perSample: [String] = []
         var late: [String] = []
+        var stoodStill: [String] = []
         var quietAtCancel = 0
         for (number, sample) in explored.enumerated() {
             var row = "#\(number + 1) \(sample.item):"
@@ -498,7 +501,8 @@ final class SpeechTouches {
             // samples still loud in the 10 ms before the CANCEL is the one a word cut off mid-way hears.
             let justBefore = max(0, cancelIndex - 2)..<min(cancelIndex, loud.count)
             if !justBefore.isEmpty, loud[justBefore].contains(true) { toSilenceMidWord.append(stop) }
-            // Whether the guest itself stood still meanwhile (StallWatch): said beside the figure, never taken off it.
+            // Whether the guest itself stood still meanwhile (StallWatch): said beside the figure, which stays the
+            // one measured; a stop past 100 ms only by that time is not touchd's nor the server's.
             let lost = stalls.lost(from: cancel.arrival, to: max(silence, cancel.arrival))
             let stalled =
                 lost.anyCPU == 0
@@ -507,7 +511,17 @@ final class SpeechTouches {
                     format: " (the guest stalled %.1f ms of it on a vCPU, %.1f on every vCPU)",
                     Double(lost.anyCPU) / 1000, Double(lost.everyCPU) / 1000)
             row += String(format: ", CANCEL → silence %.1f", stop) + stalled
-            if stop > 100 { late.append(String(format: "#%d: %.1f ms", number + 1, stop) + stalled) }
+            let stopped = silence > cancel.arrival ? silence - cancel.arrival : 0
+            let still = stalls.stoodStill(from: cancel.arrival, to: max(silence, cancel.arrival))
+            switch StallWatch.judge(stop: stopped, stoodStill: still, bound: Self.stopBound) {
+            case .within: break
+            case .guestStoodStill:
+                stoodStill.append(
+                    String(
+                        format: "#%d: %.1f ms, %.1f of it with a vCPU standing still", number + 1, stop,
+                        Double(still) / 1000))
+            case .late: late.append(String(format: "#%d: %.1f ms", number + 1, stop) + stalled)
+            }
             if let canceled = lines.first(where: {
                 $0.direction == .received && $0.text.hasPrefix("703") && $0.arrival >= cancel.arrival
             }) {
@@ -544,6 +558,11 @@ final class SpeechTouches {
         let enough = toSilence.count >= explored.count / 2
         let lateness =
             "late or missing: \(late.joined(separator: ", ")); \(quietAtCancel) samples already silent at the CANCEL"
+        if !stoodStill.isEmpty {
+            figures.append(
+                "speech: past 100 ms after the CANCEL only by the time the guest stood still (not judged late): "
+                    + stoodStill.joined(separator: ", "))
+        }
         if enough, !late.isEmpty, options.cancelReported {
             figures.append(
                 "speech: REPORTED (--cancel-reported, not failed): audio past 100 ms after the CANCEL: \(lateness)")

@@ -47,6 +47,29 @@ struct SelfTest {
         results.equal("stall watch: a window between stalls", lost(300, 500), [0, 0])
         results.equal("stall watch: one vCPU of one", lost(450, 550, cpus: 1), [50, 50])
         results.equal("stall watch: an empty window", lost(200, 100), [0, 0])
+        // What a stop leaves out: each stall without the watcher's own 2 ms sleep. vCPU 0 certainly stood still
+        // 2,100–2,220 (two that touch), vCPU 1 2,150–2,300 (its other stall is no longer than the sleep).
+        let long = [
+            Stall(cpu: 0, from: 100, to: 2_200), Stall(cpu: 1, from: 150, to: 2_300),
+            Stall(cpu: 0, from: 200, to: 2_220),
+            Stall(cpu: 1, from: 500, to: 2_000),
+        ]
+        results.equal(
+            "stall watch: stood still, the watcher's sleep left out",
+            StallWatch.stoodStill(in: long, cpus: 2, from: 0, to: 10_000), 200)
+        results.equal(
+            "stall watch: a stall no longer than the sleep is not standing still",
+            StallWatch.stoodStill(in: [Stall(cpu: 0, from: 0, to: 2_000)], cpus: 1, from: 0, to: 10_000), 0)
+        func verdict(_ stop: UInt64, _ still: UInt64) -> StallWatch.StopVerdict {
+            StallWatch.judge(stop: stop, stoodStill: still, bound: 100_000)
+        }
+        results.equal("stop verdict: within the bound", verdict(100_000, 0), .within)
+        results.equal("stop verdict: within the bound, stalls or not", verdict(40_000, 30_000), .within)
+        results.equal("stop verdict: past it, the guest running", verdict(100_001, 0), .late)
+        results.equal(
+            "stop verdict: past it by less than the guest stood still", verdict(130_000, 30_000), .guestStoodStill)
+        results.equal("stop verdict: past it by more than the guest stood still", verdict(130_000, 29_999), .late)
+        results.equal("stop verdict: stood still longer than the stop", verdict(150_000, 400_000), .guestStoodStill)
         // Stopped before it started: returns at once, with nothing seen.
         let unstarted = StallWatch()
         unstarted.stop()

@@ -12,7 +12,8 @@ import Synchronization
 /// slower.
 ///
 /// The speech check says beside each stop of the audio how much of it the guest stood still
-/// (ScenarioSpeechTouch.swift); the time is never taken off the figure. On a quiet host the watchers see stalls of
+/// (ScenarioSpeechTouch.swift); the figure is always the one measured, and a stop past its bound fails unless the time
+/// the guest certainly stood still accounts for the excess (``judge(stop:stoodStill:bound:)``). On a quiet host the watchers see stalls of
 /// about 30 ms in bursts while processes start (speech-dispatcher, touchd), and few otherwise; with the host's
 /// two cores busy with other work, stalls of 10–100 ms throughout. It costs each vCPU a wake-up every 2 ms, so the
 /// latency measurements do not run it.
@@ -114,6 +115,38 @@ final class StallWatch: @unchecked Sendable {
             previous = edge.time
         }
         return (anyCPU, everyCPU)
+    }
+
+    /// How a stop of the audio measured in the guest stands against its bound (the speech check's 100 ms).
+    enum StopVerdict: Equatable {
+        /// Within the bound.
+        case within
+        /// Past the bound, but within it once the time the guest stood still is left out: the emulator did not run
+        /// the guest, and nothing in it (touchd, the server, its module, the sound card) could act meanwhile.
+        case guestStoodStill
+        /// Past the bound with the guest running: a real miss.
+        case late
+    }
+
+    /// Judges `stop` (µs from the CANCEL to silence) against `bound`: within it, or past it only by time the guest
+    /// stood still (``stoodStill(from:to:)``), or late.
+    static func judge(stop: UInt64, stoodStill: UInt64, bound: UInt64) -> StopVerdict {
+        if stop <= bound { return .within }
+        return stop - min(stop, stoodStill) <= bound ? .guestStoodStill : .late
+    }
+
+    /// How much of `start..<end` some vCPU certainly stood still (µs): each stall without the ``period`` the watcher
+    /// slept anyway, so the figure never exceeds what the emulator took. What ``judge(stop:stoodStill:bound:)``
+    /// leaves out of a stop.
+    func stoodStill(from start: UInt64, to end: UInt64) -> UInt64 {
+        Self.stoodStill(in: all, cpus: cpus, from: start, to: end)
+    }
+
+    static func stoodStill(in stalls: [Stall], cpus: Int, from start: UInt64, to end: UInt64) -> UInt64 {
+        let certain = stalls.compactMap { stall in
+            stall.length > period ? Stall(cpu: stall.cpu, from: stall.from + period, to: stall.to) : nil
+        }
+        return lost(in: certain, cpus: cpus, from: start, to: end).anyCPU
     }
 
     /// One line for the report: how many stalls, the longest, the total per vCPU.
