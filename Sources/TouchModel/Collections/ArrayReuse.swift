@@ -8,7 +8,7 @@ extension Array {
     /// An empty array, as most are by then (the scene's diagnostics, the entries the engine drained), costs a test and
     /// no call: the loop is a function of its own, one per element type, and only a non-empty array runs it.
     @inlinable @inline(__always)
-    package mutating func removeAllKeepingCapacity() {
+    public mutating func removeAllKeepingCapacity() {
         if !isEmpty { removeAllFromTheEnd() }
     }
 
@@ -27,7 +27,7 @@ extension Array {
     /// moves the elements it swaps, where the array's `reverse()` (the general one) copies them through their witness,
     /// and `removeLast()` hands its element over without a copy.
     @inlinable
-    package mutating func drainInOrder(_ body: (consuming Element) throws -> Void) rethrows {
+    public mutating func drainInOrder(_ body: (consuming Element) throws -> Void) rethrows {
         guard !isEmpty else { return }
         if count > 1 { withUnsafeMutableBufferPointer { $0.reverse() } }
         while !isEmpty { try body(removeLast()) }

@@ -10,36 +10,42 @@
 /// sample. swift-collections' `OrderedDictionary` searches small
 /// tables linearly too, but `TouchModel` imports the standard library only.
 ///
+/// Public rather than `package`, as are ``SortedMap`` and the `Array` helpers beside them: Swift 6.3 inlines and
+/// specializes an `@inlinable package` declaration only within its own module, so TouchDaemon called these maps through
+/// their unspecialized generic entry points (the release binary had 48 calls to the subscript's setter alone), each
+/// call looking up the runtime's metadata for its types. Public, they are specialized where they are used: the engine's
+/// handling of a tap frame went from 785 to 455 ns natively (docs/performance.md).
+///
 /// Meant for small maps: every operation is linear in `count`. Iteration is in insertion order (a removal keeps the
 /// others' order), which `Dictionary` does not promise: code that needs a particular order still sorts.
-package struct SmallMap<Key: Equatable, Value> {
+public struct SmallMap<Key: Equatable, Value> {
     @usableFromInline var storedKeys: [Key] = []
     @usableFromInline var storedValues: [Value] = []
 
-    @inlinable package init() {}
+    @inlinable public init() {}
 
     /// The keys, in insertion order.
-    @inlinable package var keys: [Key] { storedKeys }
+    @inlinable public var keys: [Key] { storedKeys }
     /// The values, in the order of ``keys``.
-    @inlinable package var values: [Value] { storedValues }
-    @inlinable package var count: Int { storedKeys.count }
-    @inlinable package var isEmpty: Bool { storedKeys.isEmpty }
+    @inlinable public var values: [Value] { storedValues }
+    @inlinable public var count: Int { storedKeys.count }
+    @inlinable public var isEmpty: Bool { storedKeys.isEmpty }
 
     /// The position of `key` in ``keys`` and ``values``, nil when absent.
     @inlinable @inline(__always)
-    package func index(forKey key: Key) -> Int? {
+    public func index(forKey key: Key) -> Int? {
         smallPosition(of: key, in: storedKeys)
     }
 
     /// The value at a position that ``index(forKey:)`` returned.
     @inlinable
-    package subscript(valueAt index: Int) -> Value {
+    public subscript(valueAt index: Int) -> Value {
         get { storedValues[index] }
         _modify { yield &storedValues[index] }
     }
 
     @inlinable
-    package subscript(key: Key) -> Value? {
+    public subscript(key: Key) -> Value? {
         get {
             guard let index = index(forKey: key) else { return nil }
             return storedValues[index]
@@ -59,7 +65,7 @@ package struct SmallMap<Key: Equatable, Value> {
     }
 
     @inlinable
-    package subscript(key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
+    public subscript(key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
         get {
             guard let index = index(forKey: key) else { return defaultValue() }
             return storedValues[index]
@@ -79,7 +85,7 @@ package struct SmallMap<Key: Equatable, Value> {
 
     /// Removes `key` and returns its value, nil when it was absent.
     @inlinable @discardableResult
-    package mutating func removeValue(forKey key: Key) -> Value? {
+    public mutating func removeValue(forKey key: Key) -> Value? {
         guard let index = index(forKey: key) else { return nil }
         let value = storedValues[index]
         remove(at: index)
@@ -87,14 +93,14 @@ package struct SmallMap<Key: Equatable, Value> {
     }
 
     @inlinable
-    package mutating func removeAll() {
+    public mutating func removeAll() {
         storedKeys.removeAllKeepingCapacity()
         storedValues.removeAllKeepingCapacity()
     }
 
     /// Removes the entries for which `shouldRemove` is true; the others keep their order.
     @inlinable
-    package mutating func removeAll(where shouldRemove: (Key, Value) throws -> Bool) rethrows {
+    public mutating func removeAll(where shouldRemove: (Key, Value) throws -> Bool) rethrows {
         var index = 0
         while index < storedKeys.count {
             if try shouldRemove(storedKeys[index], storedValues[index]) {
@@ -113,16 +119,16 @@ package struct SmallMap<Key: Equatable, Value> {
 }
 
 extension SmallMap: Sequence {
-    package typealias Element = (key: Key, value: Value)
+    public typealias Element = (key: Key, value: Value)
 
-    @inlinable package func makeIterator() -> PairedIterator<Key, Value> {
+    @inlinable public func makeIterator() -> PairedIterator<Key, Value> {
         PairedIterator(keys: storedKeys, values: storedValues)
     }
-    @inlinable package var underestimatedCount: Int { count }
+    @inlinable public var underestimatedCount: Int { count }
 }
 
 /// The entries of a map kept as two parallel arrays (``SmallMap``, ``SortedMap``), in their order.
-package struct PairedIterator<Key, Value>: IteratorProtocol {
+public struct PairedIterator<Key, Value>: IteratorProtocol {
     @usableFromInline let keys: [Key]
     @usableFromInline let values: [Value]
     @usableFromInline var index = 0
@@ -133,7 +139,7 @@ package struct PairedIterator<Key, Value>: IteratorProtocol {
     }
 
     @inlinable
-    package mutating func next() -> (key: Key, value: Value)? {
+    public mutating func next() -> (key: Key, value: Value)? {
         guard index < keys.count else { return nil }
         defer { index &+= 1 }
         return (keys[index], values[index])
@@ -143,7 +149,7 @@ package struct PairedIterator<Key, Value>: IteratorProtocol {
 extension SmallMap: ExpressibleByDictionaryLiteral {
     /// Later duplicates replace earlier ones, as assignment through the subscript does.
     @inlinable
-    package init(dictionaryLiteral elements: (Key, Value)...) {
+    public init(dictionaryLiteral elements: (Key, Value)...) {
         for (key, value) in elements { self[key] = value }
     }
 }
@@ -151,7 +157,7 @@ extension SmallMap: ExpressibleByDictionaryLiteral {
 extension SmallMap: Equatable where Value: Equatable {
     /// Equal when both hold the same keys with equal values, whatever their order.
     @inlinable
-    package static func == (lhs: SmallMap, rhs: SmallMap) -> Bool {
+    public static func == (lhs: SmallMap, rhs: SmallMap) -> Bool {
         guard lhs.count == rhs.count else { return false }
         for (key, value) in lhs {
             guard let other = rhs[key], other == value else { return false }
@@ -163,7 +169,7 @@ extension SmallMap: Equatable where Value: Equatable {
 extension SmallMap: Hashable where Key: Hashable, Value: Hashable {
     /// Independent of the order, as equality is.
     @inlinable
-    package func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         var combined = 0
         for (key, value) in self {
             var entry = Hasher()
@@ -193,22 +199,22 @@ func smallPosition<Element: Equatable>(of value: Element, in array: [Element]) -
 
 /// A set for the handful of elements that the input path keeps per frame, contact or gesture: an array searched from
 /// the front, in insertion order. Why not `Set`: see ``SmallMap``.
-package struct SmallSet<Element: Equatable> {
+public struct SmallSet<Element: Equatable> {
     @usableFromInline var elements: [Element] = []
 
-    @inlinable package init() {}
+    @inlinable public init() {}
 
-    @inlinable package var count: Int { elements.count }
-    @inlinable package var isEmpty: Bool { elements.isEmpty }
+    @inlinable public var count: Int { elements.count }
+    @inlinable public var isEmpty: Bool { elements.isEmpty }
 
     @inlinable @inline(__always)
-    package func contains(_ member: Element) -> Bool {
+    public func contains(_ member: Element) -> Bool {
         smallPosition(of: member, in: elements) != nil
     }
 
     /// Adds `member` unless it is there; true when it was added.
     @inlinable @discardableResult
-    package mutating func insert(_ member: Element) -> Bool {
+    public mutating func insert(_ member: Element) -> Bool {
         guard !contains(member) else { return false }
         elements.append(member)
         return true
@@ -216,42 +222,42 @@ package struct SmallSet<Element: Equatable> {
 
     /// Removes `member` and returns it, nil when it was absent.
     @inlinable @discardableResult
-    package mutating func remove(_ member: Element) -> Element? {
+    public mutating func remove(_ member: Element) -> Element? {
         guard let index = smallPosition(of: member, in: elements) else { return nil }
         return elements.remove(at: index)
     }
 
     /// Whether no member of `other` is a member of this set.
     @inlinable
-    package func isDisjoint(with other: SmallSet) -> Bool {
+    public func isDisjoint(with other: SmallSet) -> Bool {
         !elements.contains { other.contains($0) }
     }
 
     @inlinable
-    package mutating func formUnion<S: Sequence>(_ other: S) where S.Element == Element {
+    public mutating func formUnion<S: Sequence>(_ other: S) where S.Element == Element {
         for member in other { insert(member) }
     }
 
     @inlinable
-    package mutating func removeAll() {
+    public mutating func removeAll() {
         elements.removeAllKeepingCapacity()
     }
 
     /// Removes the members for which `shouldRemove` is true; the others keep their order.
     @inlinable
-    package mutating func removeAll(where shouldRemove: (Element) throws -> Bool) rethrows {
+    public mutating func removeAll(where shouldRemove: (Element) throws -> Bool) rethrows {
         try elements.removeAll(where: shouldRemove)
     }
 }
 
 extension SmallSet: Sequence {
-    @inlinable package func makeIterator() -> IndexingIterator<[Element]> { elements.makeIterator() }
-    @inlinable package var underestimatedCount: Int { count }
+    @inlinable public func makeIterator() -> IndexingIterator<[Element]> { elements.makeIterator() }
+    @inlinable public var underestimatedCount: Int { count }
 }
 
 extension SmallSet: ExpressibleByArrayLiteral {
     @inlinable
-    package init(arrayLiteral members: Element...) {
+    public init(arrayLiteral members: Element...) {
         for member in members { insert(member) }
     }
 }
@@ -259,7 +265,7 @@ extension SmallSet: ExpressibleByArrayLiteral {
 extension SmallSet: Equatable {
     /// Equal when both hold the same members, whatever their order.
     @inlinable
-    package static func == (lhs: SmallSet, rhs: SmallSet) -> Bool {
+    public static func == (lhs: SmallSet, rhs: SmallSet) -> Bool {
         lhs.count == rhs.count && lhs.elements.allSatisfy { rhs.contains($0) }
     }
 }
@@ -267,7 +273,7 @@ extension SmallSet: Equatable {
 extension SmallSet: Hashable where Element: Hashable {
     /// Independent of the order, as equality is.
     @inlinable
-    package func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         var combined = 0
         for member in elements { combined ^= member.hashValue }
         hasher.combine(count)

@@ -7,21 +7,21 @@
 /// A bisection is one small loop of comparisons, which the path already runs. Why not ``SmallMap``: its
 /// linear search would make checking a large configuration quadratic. Lookups take O(log n) comparisons; an insertion
 /// or a removal moves O(n) entries, which only configuration changes do.
-package struct SortedMap<Key: Comparable, Value> {
+public struct SortedMap<Key: Comparable, Value> {
     @usableFromInline var storedKeys: [Key] = []
     @usableFromInline var storedValues: [Value] = []
 
-    @inlinable package init() {}
+    @inlinable public init() {}
 
     /// The keys, in ascending order.
-    @inlinable package var keys: [Key] { storedKeys }
+    @inlinable public var keys: [Key] { storedKeys }
     /// The values, in the order of ``keys``.
-    @inlinable package var values: [Value] { storedValues }
-    @inlinable package var count: Int { storedKeys.count }
-    @inlinable package var isEmpty: Bool { storedKeys.isEmpty }
+    @inlinable public var values: [Value] { storedValues }
+    @inlinable public var count: Int { storedKeys.count }
+    @inlinable public var isEmpty: Bool { storedKeys.isEmpty }
 
     @inlinable
-    package subscript(key: Key) -> Value? {
+    public subscript(key: Key) -> Value? {
         get {
             let (index, found) = sortedPosition(of: key, in: storedKeys)
             return found ? storedValues[index] : nil
@@ -37,7 +37,7 @@ package struct SortedMap<Key: Comparable, Value> {
 
     /// Sets the value of `key` and returns the one it replaced, nil when `key` was absent.
     @inlinable @discardableResult
-    package mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+    public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
         let (index, found) = sortedPosition(of: key, in: storedKeys)
         if found {
             let old = storedValues[index]
@@ -51,7 +51,7 @@ package struct SortedMap<Key: Comparable, Value> {
 
     /// Removes `key` and returns its value, nil when it was absent.
     @inlinable @discardableResult
-    package mutating func removeValue(forKey key: Key) -> Value? {
+    public mutating func removeValue(forKey key: Key) -> Value? {
         let (index, found) = sortedPosition(of: key, in: storedKeys)
         guard found else { return nil }
         storedKeys.remove(at: index)
@@ -60,12 +60,12 @@ package struct SortedMap<Key: Comparable, Value> {
 }
 
 extension SortedMap: Sequence {
-    package typealias Element = (key: Key, value: Value)
+    public typealias Element = (key: Key, value: Value)
 
-    @inlinable package func makeIterator() -> PairedIterator<Key, Value> {
+    @inlinable public func makeIterator() -> PairedIterator<Key, Value> {
         PairedIterator(keys: storedKeys, values: storedValues)
     }
-    @inlinable package var underestimatedCount: Int { count }
+    @inlinable public var underestimatedCount: Int { count }
 }
 
 extension SortedMap: Equatable where Value: Equatable {}
@@ -73,30 +73,30 @@ extension SortedMap: Hashable where Key: Hashable, Value: Hashable {}
 extension SortedMap: Sendable where Key: Sendable, Value: Sendable {}
 
 /// A set kept sorted and searched by bisection; see ``SortedMap`` for why.
-package struct SortedSet<Element: Comparable> {
+public struct SortedSet<Element: Comparable> {
     @usableFromInline var elements: [Element] = []
 
-    @inlinable package init() {}
+    @inlinable public init() {}
 
     /// `members` without duplicates, sorted.
     @inlinable
-    package init<S: Sequence>(_ members: S) where S.Element == Element {
+    public init<S: Sequence>(_ members: S) where S.Element == Element {
         for member in members.sorted() where elements.last.map({ $0 != member }) ?? true {
             elements.append(member)
         }
     }
 
-    @inlinable package var count: Int { elements.count }
-    @inlinable package var isEmpty: Bool { elements.isEmpty }
+    @inlinable public var count: Int { elements.count }
+    @inlinable public var isEmpty: Bool { elements.isEmpty }
 
     @inlinable
-    package func contains(_ member: Element) -> Bool {
+    public func contains(_ member: Element) -> Bool {
         sortedPosition(of: member, in: elements).found
     }
 
     /// Adds `member` unless it is there; true when it was added.
     @inlinable @discardableResult
-    package mutating func insert(_ member: Element) -> Bool {
+    public mutating func insert(_ member: Element) -> Bool {
         let (index, found) = sortedPosition(of: member, in: elements)
         guard !found else { return false }
         elements.insert(member, at: index)
@@ -105,20 +105,20 @@ package struct SortedSet<Element: Comparable> {
 
     /// Removes `member` and returns it, nil when it was absent.
     @inlinable @discardableResult
-    package mutating func remove(_ member: Element) -> Element? {
+    public mutating func remove(_ member: Element) -> Element? {
         let (index, found) = sortedPosition(of: member, in: elements)
         return found ? elements.remove(at: index) : nil
     }
 }
 
 extension SortedSet: Sequence {
-    @inlinable package func makeIterator() -> IndexingIterator<[Element]> { elements.makeIterator() }
-    @inlinable package var underestimatedCount: Int { count }
+    @inlinable public func makeIterator() -> IndexingIterator<[Element]> { elements.makeIterator() }
+    @inlinable public var underestimatedCount: Int { count }
 }
 
 extension SortedSet: ExpressibleByArrayLiteral {
     @inlinable
-    package init(arrayLiteral members: Element...) {
+    public init(arrayLiteral members: Element...) {
         self.init(members)
     }
 }
