@@ -495,7 +495,8 @@ final class SpeechTouches {
             }
             let after = min(cancelIndex, loud.count)..<min(index(sample.end), loud.count)
             let silence = after.last(where: { loud[$0] }).map { time($0 + 1) } ?? cancel.arrival
-            let stop = silence > cancel.arrival ? Double(silence - cancel.arrival) / 1000 : 0
+            let stopped = silence > cancel.arrival ? silence - cancel.arrival : 0
+            let stop = Double(stopped) / 1000
             toSilence.append(stop)
             // A CANCEL that fell in a pause between words finds the audio already quiet (0 ms): the figure over the
             // samples still loud in the 10 ms before the CANCEL is the one a word cut off mid-way hears.
@@ -511,7 +512,6 @@ final class SpeechTouches {
                     format: " (the guest stalled %.1f ms of it on a vCPU, %.1f on every vCPU)",
                     Double(lost.anyCPU) / 1000, Double(lost.everyCPU) / 1000)
             row += String(format: ", CANCEL → silence %.1f", stop) + stalled
-            let stopped = silence > cancel.arrival ? silence - cancel.arrival : 0
             let still = stalls.stoodStill(from: cancel.arrival, to: max(silence, cancel.arrival))
             switch StallWatch.judge(stop: stopped, stoodStill: still, bound: Self.stopBound) {
             case .within: break

@@ -13,10 +13,10 @@ import Synchronization
 ///
 /// The speech check says beside each stop of the audio how much of it the guest stood still
 /// (ScenarioSpeechTouch.swift); the figure is always the one measured, and a stop past its bound fails unless the time
-/// the guest certainly stood still accounts for the excess (``judge(stop:stoodStill:bound:)``). On a quiet host the watchers see stalls of
-/// about 30 ms in bursts while processes start (speech-dispatcher, touchd), and few otherwise; with the host's
-/// two cores busy with other work, stalls of 10–100 ms throughout. It costs each vCPU a wake-up every 2 ms, so the
-/// latency measurements do not run it.
+/// the guest certainly stood still accounts for the excess (``judge(stop:stoodStill:bound:)``). On a quiet host the
+/// watchers see stalls of about 30 ms in bursts while processes start (speech-dispatcher, touchd), and few otherwise;
+/// with the host's two cores busy with other work, stalls of 10–100 ms throughout. It costs each vCPU a wake-up every
+/// 2 ms, so the latency measurements do not run it.
 final class StallWatch: @unchecked Sendable {
     /// A time a vCPU did not run: from its watcher's last wake-up to the late one (CLOCK_MONOTONIC, µs).
     struct Stall: Equatable, Sendable {
