@@ -5,7 +5,9 @@
 // Two processes, each pinned to a vCPU: the sleeper blocks in read(2) on a pipe; the waker writes a byte to the pipe
 // and then, for each mode in turn, either sleeps at once (waiting for the sleeper's answer) or first keeps its vCPU
 // busy for about a millisecond. The sleeper stamps CLOCK_MONOTONIC when read(2) returns and sends the stamp back. For
-// each mode it prints the quartiles of (stamp - time of the write) over TRIALS trials, and how long the waker was busy.
+// each mode it prints the quartiles of (stamp - time of the write) over TRIALS trials, and how long the waker was busy:
+// read that rather than assume the millisecond, as the arithmetic's calibration comes out short in the guest (270–440
+// µs in the runs of docs/performance.md; timing it a second time, after its translation, did not change that).
 //
 //   cc -O2 -o vcpu-wake tools/perf/vcpu-wake.c
 //   scripts/vm/run -- /path/to/vcpu-wake [TRIALS]
