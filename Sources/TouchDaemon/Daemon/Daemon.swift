@@ -13,10 +13,21 @@ final class Daemon {
     private let configurationPath: String
     /// `--strict-permissions`: a reload refuses a file others can change, as the start did.
     private let strictPermissions: Bool
+    /// The engine. Every change goes through ``engine``, which marks the forecasts stale; only
+    /// ``refreshForecasts()`` uses it directly.
+    private var storedEngine: Engine
     private(set) var engine: Engine {
-        // Any change may change what is certain to reach the application: the forecasts are made anew before the
-        // next frame (refreshForecasts()).
-        didSet { forecastsStale = true }
+        _read { yield storedEngine }
+        _modify {
+            // Any change may change what is certain to reach the application: the forecasts are made anew before the
+            // next frame (refreshForecasts()).
+            defer { forecastsStale = true }
+            yield &storedEngine
+        }
+        set {
+            storedEngine = newValue
+            forecastsStale = true
+        }
     }
     /// Whether the engine changed since the edge panels' forecasts were made (EdgeForecast, ``refreshForecasts()``).
     private var forecastsStale = true
@@ -75,7 +86,7 @@ final class Daemon {
         self.yieldOnSend = yieldOnSend
         self.configurationPath = configurationPath
         self.strictPermissions = strictPermissions
-        self.engine = Engine(
+        self.storedEngine = Engine(
             configuration: configuration, scene: scene, logsDebug: logger.logLevel <= .debug,
             controlProblem: controlProblem)
         self.logger = logger
@@ -372,7 +383,9 @@ final class Daemon {
     private func refreshForecasts() {
         guard forecastsStale else { return }
         forecastsStale = false
-        for entry in edgeWaits.values { entry.edge.forecast = engine.edgeForecast(for: entry.edge.device) }
+        // On the stored engine in place (Engine.edgeForecast(for:) says why it is mutating), after every frame; its
+        // forecast changes nothing, so the forecasts stay fresh.
+        for entry in edgeWaits.values { entry.edge.forecast = storedEngine.edgeForecast(for: entry.edge.device) }
     }
 
     /// Puts filter mode's new edge panels in the loop's wait and takes out those let go of (before their descriptors

@@ -344,12 +344,17 @@ struct EdgeForecast: Sendable {
     /// when all of it is certain; nil otherwise. The router's reading of the same events, without the router.
     func twinFrame(for events: [InputEvent]) -> TwinFrame? {
         var scratch = Scratch()
-        return twinFrame(for: events, scratch: &scratch)
+        var forecast = self
+        return forecast.twinFrame(for: events, scratch: &scratch)
     }
 
     /// ``twinFrame(for:)`` in `scratch`'s room: the frame's changes share the storage of `scratch.changes` until the
     /// next call.
-    func twinFrame(for events: [InputEvent], scratch: inout Scratch) -> TwinFrame? {
+    ///
+    /// It changes nothing. It is `mutating` so that the edge, which holds the forecast, calls it in place before the
+    /// twin's write: called as a non-mutating method on the edge's forecast, the compiler copies the forecast first
+    /// (its arrays, its map and the mapper retained, and released after).
+    mutating func twinFrame(for events: [InputEvent], scratch: inout Scratch) -> TwinFrame? {
         scratch.samples.removeAll(keepingCapacity: true)
         var time: Instant?
         for event in events {
@@ -407,7 +412,11 @@ extension Engine {
 
     /// What the edge may forward first from `device`'s next frame (``EdgeForecast``); nil when nothing can be: the
     /// panel is not filtered, speech mode or the wake touch has the touches, or the application is not there.
-    func edgeForecast(for device: Int) -> EdgeForecast? {
+    ///
+    /// It changes nothing. It is `mutating` so that the daemon, which makes it after every frame on the engine it
+    /// holds, passes that engine in place: called on it as a non-mutating method, the compiler copies the whole
+    /// engine first (about a hundred references retained, and released after).
+    mutating func edgeForecast(for device: Int) -> EdgeForecast? {
         guard configuration.filter.enabled, filter.filtered.contains(device), !speechIntercepts, !idleClock.isIdle,
             idleClock.wakeContacts.isEmpty, let mapper = router.mapper(for: device)
         else { return nil }

@@ -70,10 +70,15 @@ extension Engine {
 
     /// When speech mode next needs ``advance(to:)``: the model's repeat or hint, the start gesture's detector, idle.
     var speechDeadline: Instant? {
-        [
-            speech.explorer?.nextDeadline, speech.detector?.nextDeadline,
-            speech.idleDeadline(after: configuration.accessibility.exitAfterIdle),
-        ].compactMap { $0 }.min()
+        // No array: this runs before every wait of the input loop while [accessibility] is on.
+        func earlier(_ first: Instant?, _ second: Instant?) -> Instant? {
+            guard let first else { return second }
+            guard let second else { return first }
+            return min(first, second)
+        }
+        return earlier(
+            earlier(speech.explorer?.nextDeadline, speech.detector?.nextDeadline),
+            speech.idleDeadline(after: configuration.accessibility.exitAfterIdle))
     }
 
     /// Whether the speech hooks around each frame have anything to do.

@@ -114,6 +114,8 @@ final class Twin {
         fd = libevdev_uinput_get_fd(created)
         devnode = libevdev_uinput_get_devnode(created).map { String(cString: $0) }
         slots = Array(repeating: nil, count: count)
+        // Room for a frame of every slot changing, so that no frame the application waits for grows it.
+        buffer.reserveCapacity(8 * max(count, 1) + 8)
     }
 
     deinit {
