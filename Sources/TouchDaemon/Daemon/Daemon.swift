@@ -17,6 +17,7 @@ final class Daemon {
     /// ``refreshForecasts()`` uses it directly.
     private var storedEngine: Engine
     private(set) var engine: Engine {
+        // Read in place: a `get` would hand out a copy of the whole engine for every read of one of its parts.
         _read { yield storedEngine }
         _modify {
             // Any change may change what is certain to reach the application: the forecasts are made anew before the
