@@ -13,8 +13,9 @@ final class Daemon {
     private let configurationPath: String
     /// `--strict-permissions`: a reload refuses a file others can change, as the start did.
     private let strictPermissions: Bool
-    /// The engine. Every change goes through ``engine``, which marks the forecasts stale; only
-    /// ``refreshForecasts()`` uses it directly.
+    /// The engine. Every change goes through ``engine``, which marks the forecasts stale; only the calls that change
+    /// nothing and are `mutating` to work in place (``refreshForecasts()``, the deadline before each wait) use it
+    /// directly.
     private var storedEngine: Engine
     private(set) var engine: Engine {
         // Read in place: a `get` would hand out a copy of the whole engine for every read of one of its parts.
@@ -278,11 +279,13 @@ final class Daemon {
             if let index = lockIndex, ready.contains(index) { instanceLock?.drain() }
             // The speech server came or went (Daemon+Speech.swift).
             if let index = speechIndex, ready.contains(index) { handleSpeechAvailability() }
-            for (offset, jack) in jacks.enumerated() where ready.contains(jackStart + offset) { handleHeadphoneJack(jack) }
+            for (offset, jack) in jacks.enumerated() where ready.contains(jackStart + offset) {
+                handleHeadphoneJack(jack)
+            }
             // After the input, so that a request sees the touches that came with it.
             if let index = controlIndex, ready.contains(index) { handleControlNotes() }
             // The clock only when something can be due.
-            if engine.nextDeadline != nil { perform(engine.advance(to: monotonicMicroseconds())) }
+            if storedEngine.nextDeadlineInPlace() != nil { perform(engine.advance(to: monotonicMicroseconds())) }
             // What this wake-up's device changes, control notes and deadlines caused.
             handOver()
             refreshForecasts()
@@ -292,7 +295,7 @@ final class Daemon {
     /// Milliseconds until the nearest deadline (rounded up so the deadline has passed on waking), or −1 for none.
     private func timeout() -> Int32 {
         // No array for two optionals: this runs before every poll.
-        var deadline = engine.nextDeadline?.microseconds
+        var deadline = storedEngine.nextDeadlineInPlace()?.microseconds
         if let watchdog = nextWatchdog { deadline = Swift.min(deadline ?? watchdog, watchdog) }
         // No deadline, no clock read (one fewer system call per wake-up).
         guard let deadline else { return -1 }

@@ -109,6 +109,11 @@ struct Engine {
         }
         return deadline
     }
+    /// ``nextDeadline``, read in place by a caller that keeps the engine in a class (the daemon, before every wait).
+    /// It changes nothing; it is `mutating` only so that the call works on the engine where it is: read through a
+    /// non-mutating getter there, the compiler copies the whole engine (about a hundred references retained, then
+    /// released) to call ``speechDeadline`` while `[accessibility]` is on.
+    mutating func nextDeadlineInPlace() -> Instant? { nextDeadline }
     /// Whether debug lines (every control event and action) are wanted; building them costs time on every touch.
     let logsDebug: Bool
     /// Whether each output of the scene is also handed out as it is (``Effect/output(_:at:)``).
