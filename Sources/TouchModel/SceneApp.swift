@@ -326,42 +326,57 @@ public struct AppForecast: Hashable, Sendable {
 extension Scene {
     /// What the scene is certain to hand the application for the next frame (``AppForecast``), as it stands now.
     public var appForecast: AppForecast {
-        guard let settings = settings.app else { return .none }
+        var forecast = AppForecast.none
+        appForecast(into: &forecast)
+        return forecast
+    }
+
+    /// ``appForecast`` written over `forecast`, whose arrays and map keep their room: made after every frame in filter
+    /// mode, it then allocates nothing once a forecast has held as many holds and touches.
+    public func appForecast(into forecast: inout AppForecast) {
+        guard let settings = settings.app else {
+            forecast = .none
+            return
+        }
+        forecast.holds.removeAll(keepingCapacity: true)
+        forecast.contactsDown.removeAll(keepingCapacity: true)
+        forecast.continuing.removeAll(keepingCapacity: true)
         var room = self.settings.maximumContacts - contacts.count
         if settings.maximumContacts > 0 { room = Swift.min(room, settings.maximumContacts - app.touches.count) }
         if app.swallowing { room = 0 }
-        var holds: [Rect] = []
         var everywhere = false
         for index in slots.indices where !slots[index].control.toApp && isTouchable(index) {
-            holds.append(Self.spared(slots[index].control.shape.boundingBox))
+            forecast.holds.append(Self.spared(slots[index].control.shape.boundingBox))
         }
         for index in recognizers.indices where isWatching(index) {
             // A swipe from an edge takes a sequence's first touch only on its strip (``takes(_:at:)``).
             if !recognizers[index].progress.isEngaged, case .swipe(let swipe) = recognizers[index].recognizer.kind,
                 let edge = swipe.edge
             {
-                holds.append(Self.spared(edge.strip))
+                forecast.holds.append(Self.spared(edge.strip))
                 continue
             }
             guard let region = recognizers[index].region else {
                 everywhere = true
                 break
             }
-            holds.append(Self.spared(region.boundingBox))
+            forecast.holds.append(Self.spared(region.boundingBox))
         }
-        var continuing: [ContactID: AppForecast.Continuing] = [:]
         for (serial, touch) in app.touches where touch.phase == .shown {
             guard !recognizers.contains(where: { $0.progress.holds(serial) }) else { continue }
-            continuing[touch.contact] = AppForecast.Continuing(touch: serial, location: touch.location)
+            forecast.continuing[touch.contact] = AppForecast.Continuing(touch: serial, location: touch.location)
         }
         var wake: Instant?
         if settings.swallowAfterIdle > 0 && !app.swallowing {
             wake = app.idleSince.advanced(by: settings.swallowAfterIdle)
         }
-        return AppForecast(
-            now: now, validUntil: nextDeadline, nextTouch: nextSerial, newTouchRoom: Swift.max(0, room),
-            newTouchesBefore: wake, holds: holds, holdsEverywhere: everywhere, contactsDown: Array(contacts.keys),
-            continuing: continuing)
+        forecast.contactsDown.append(contentsOf: contacts.keys)
+        forecast.now = now
+        forecast.validUntil = nextDeadline
+        forecast.nextTouch = nextSerial
+        forecast.newTouchRoom = Swift.max(0, room)
+        forecast.newTouchesBefore = wake
+        forecast.holdsEverywhere = everywhere
     }
 
     /// A shape's bounding box with a pixel to spare on each side: a point on a shape's edge is inside it.

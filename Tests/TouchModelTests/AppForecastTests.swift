@@ -5,7 +5,8 @@ import Testing
 /// Filter mode forwards first what the scene is certain to hand the application (``AppForecast``), and the scene then
 /// takes that as made. So a forecast must be exactly what handling the frame gives the application, in every state:
 /// checked before every frame of the random sequences of both property suites (controls alone, with limits and the
-/// wake touch; random recognizers that delay, hold and cancel), with counts that show the forecasts were made.
+/// wake touch; random recognizers that delay, hold and cancel), with counts that show the forecasts were made. The
+/// forecast checked is written over the one before it, as the daemon does, and must equal one made anew.
 @Suite("Application forecast")
 struct AppForecastTests {
     struct Tally {
@@ -15,6 +16,8 @@ struct AppForecastTests {
         var moves = 0
         var ups = 0
         var violations: [String] = []
+        /// One forecast written over frame after frame, as the daemon keeps its edge's (``Scene/appForecast(into:)``).
+        var kept = AppForecast.none
 
         mutating func check(_ operation: PropertyTests.Operation, on scene: inout Scene, seed: UInt64, step: Int) {
             guard case .frame(let frame) = operation else {
@@ -22,7 +25,12 @@ struct AppForecastTests {
                 return
             }
             frames += 1
-            let predicted = scene.appForecast.predict(frame)
+            // Written over the last one, the forecast is the one made fresh, whatever it held before.
+            scene.appForecast(into: &kept)
+            if kept != scene.appForecast {
+                violations.append("seed \(seed) step \(step): written over the last, the forecast is not a new one")
+            }
+            let predicted = kept.predict(frame)
             let output = operation.run(on: &scene)
             guard let predicted else { return }
             forecast += 1

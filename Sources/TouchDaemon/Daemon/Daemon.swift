@@ -388,8 +388,8 @@ final class Daemon {
         guard forecastsStale else { return }
         forecastsStale = false
         // On the stored engine in place (Engine.edgeForecast(for:) says why it is mutating), after every frame; its
-        // forecast changes nothing, so the forecasts stay fresh.
-        for entry in edgeWaits.values { entry.edge.forecast = storedEngine.edgeForecast(for: entry.edge.device) }
+        // forecast changes nothing, so the forecasts stay fresh. Each is written over the edge's last, in its room.
+        for entry in edgeWaits.values { storedEngine.refreshEdgeForecast(&entry.edge.forecast, for: entry.edge.device) }
     }
 
     /// Puts filter mode's new edge panels in the loop's wait and takes out those let go of (before their descriptors
