@@ -80,7 +80,7 @@ struct Options: Equatable {
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH]
-                          [--floor-filter-libinput PATH] [--verbose]
+                          [--floor-filter-libinput PATH] [--also-touchd PATH] [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --cage --twin-space --touchd PATH [--verbose]
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
@@ -140,8 +140,9 @@ struct Options: Equatable {
           --max-ratio R  with --compare-libinput: fail when touchd's median is more than R times libinput's
                          (without it the ratio is only reported)
           --also-touchd PATH
-                         with --compare-libinput: also measure this touchd, in rounds of its own in the same boot
-                         (another build, for a before/after comparison that the guest's noise does not swamp)
+                         with --compare-libinput, or --filter (not under systemd): also measure this touchd, in
+                         rounds of its own in the same boot (another build, for a before/after comparison that the
+                         guest's noise does not swamp)
           --floor-reader PATH
                          with --compare-libinput: also measure this minimal evdev reader (tools/perf/floors
                          builds one), in rounds of its own: the floor under both readers, what a wake-up that only
@@ -344,11 +345,13 @@ struct Options: Equatable {
                 "--yield-on-send goes with --busy-target or --filter, not under --systemd-unit or --startup-sweep")
         }
         if !options.compareLibinput,
-            options.maximumRatio != nil || options.otherTouchd != nil || options.floorReader != nil
-                || options.floorDaemon != nil || arguments.contains("--rounds")
+            options.maximumRatio != nil || options.floorReader != nil || options.floorDaemon != nil
+                || arguments.contains("--rounds")
         {
-            throw UsageError(
-                "--rounds, --max-ratio, --also-touchd, --floor-reader and --floor-daemon go with --compare-libinput")
+            throw UsageError("--rounds, --max-ratio, --floor-reader and --floor-daemon go with --compare-libinput")
+        }
+        if options.otherTouchd != nil, !options.compareLibinput, !options.filter || options.systemdUnit {
+            throw UsageError("--also-touchd goes with --compare-libinput or --filter, not under --systemd-unit")
         }
         if options.floorFilter != nil || options.floorFilterLibinput != nil, !options.filter || options.systemdUnit {
             throw UsageError("--floor-filter and --floor-filter-libinput go with --filter, not under --systemd-unit")

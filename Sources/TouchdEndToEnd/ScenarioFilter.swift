@@ -263,8 +263,10 @@ final class FilterRun {
     }
 
     /// Starts touchd (or restarts the unit) with `config` (by default the standard one) and waits until its status
-    /// contains `expecting`.
-    private func startDaemon(expecting: String = "filtering 1", config: String? = nil) throws(Abort) {
+    /// contains `expecting`. `executable`: another touchd than `--touchd`'s, as a child (`--also-touchd`).
+    private func startDaemon(
+        expecting: String = "filtering 1", config: String? = nil, executable: String? = nil
+    ) throws(Abort) {
         let text = config ?? Self.config(socket: target.path)
         try attempt { () throws(DriverError) in try writeFile(configPath, text) }
         if underSystemd {
@@ -281,7 +283,7 @@ final class FilterRun {
         let cursor = notify.inbox.count
         daemon = try attempt { () throws(DriverError) in
             try Daemon(
-                executable: touchd,
+                executable: executable ?? touchd,
                 arguments: ["run", "--config", configPath] + (options.yieldOnSend ? ["--yield-on-send"] : []),
                 environment: ["NOTIFY_SOCKET": notify.path], removing: Scenario.scrubbedEnvironment,
                 echoPrefix: options.verbose ? "touchd| " : nil)
@@ -893,7 +895,8 @@ final class FilterRun {
     /// Prints a `filter-latency:` line per condition with each reader's median and p99 (nearest rank: of 100 samples
     /// the second largest) and touchd's ratios to the bare forwarder, beside the bounds the project set for them
     /// (median ≤ 1.15×, p99 ≤ 1.3×). Figures of an emulated guest, reported and not judged: the check only asks for the
-    /// samples.
+    /// samples. With `--also-touchd`, one more reader is that touchd, run and counted exactly as touchd is, and a
+    /// `filter-latency-other-touchd:` line per condition compares the two builds in the same boot.
     private func measureLatency() throws(Abort) {
         typealias Reader = LatencyReader
         struct Round: Hashable {
@@ -905,6 +908,7 @@ final class FilterRun {
         var busyActions = 0
         var readers: [Reader] = options.floorFilter == nil ? [.touchd, .direct] : [.touchd, .direct, .floor]
         if options.floorFilterLibinput != nil { readers.append(.libinputFloor) }
+        if options.otherTouchd != nil { readers.append(.otherTouchd) }
         let conditions = busy == nil ? [false] : [false, true]
         // The driver's own connection to the busy target, for the stand-in lines of the direct and floor rounds.
         var standIn: Int32 = -1
@@ -973,6 +977,16 @@ final class FilterRun {
                         return "\(key)_max_us=\(firsts.max().map(String.init) ?? "n/a") "
                             + "\(key)_p50_us=\(Percentiles(firsts)?.p50 ?? 0)"
                     }.joined(separator: " ") + " (each round's first touch, not among the samples)")
+            if let other = figures(.otherTouchd) {
+                // Two builds of touchd in the same boot, their rounds side by side (`--also-touchd`).
+                Console.line(
+                    "filter-latency-other-touchd: busy=\(isBusy ? 1 : 0) "
+                        + "other_p50_us=\(other.p50) other_p99_us=\(other.p99) "
+                        + "other_over_floor_p50=\(format(ratio(other.p50, floor?.p50))) "
+                        + "other_over_floor_p99=\(format(ratio(other.p99, floor?.p99))) "
+                        + "touchd_over_other_p50=\(format(ratio(touchd?.p50, other.p50))) "
+                        + "touchd_over_other_p99=\(format(ratio(touchd?.p99, other.p99)))")
+            }
             if let libinputFloor = figures(.libinputFloor) {
                 // What reading through libinput costs a forwarder, and touchd above a forwarder that does.
                 Console.line(
@@ -991,7 +1005,9 @@ final class FilterRun {
                     }.joined(separator: ", ") + " (p99 nearest rank)")
             if counts.contains(where: { $0 < Self.latencySamples }) { enough = false }
         }
-        let expectedActions = busy == nil ? 0 : Self.latencyPasses * Self.latencyTaps
+        // Each touchd measured (`--touchd`, `--also-touchd`) sends one touchDown action per tap of its busy rounds.
+        let touchdReaders = readers.count { $0.isTouchd }
+        let expectedActions = busy == nil ? 0 : Self.latencyPasses * Self.latencyTaps * touchdReaders
         record(
             "latency measured (\(Self.latencySamples) touch-downs per reader"
                 + "\(busy == nil ? "" : ", idle and busy target"))",
@@ -1002,10 +1018,14 @@ final class FilterRun {
     }
 
     /// What reads the panel in a round of the latency run: `libinput debug-events` alone, through the bare forwarder's
-    /// twin, or through touchd's.
+    /// twin, or through touchd's (`--touchd`'s, or `--also-touchd`'s).
     private enum LatencyReader: String {
         case direct, floor, touchd
         case libinputFloor = "floor-libinput"
+        case otherTouchd = "other-touchd"
+
+        /// A touchd, started and counted as touchd is.
+        var isTouchd: Bool { self == .touchd || self == .otherTouchd }
     }
 
     /// Rounds per reader and condition, and taps per round: 100 samples per reader and condition, so that the p99
@@ -1032,14 +1052,14 @@ final class FilterRun {
             sleep(microseconds: 300_000)
         }
         switch reader {
-        case .touchd:
+        case .touchd, .otherTouchd:
             // A fresh touchd has a new twin.
             let cursor = eventCursor
             let config =
                 isBusy
                 ? Self.busyConfig(socket: target.path, busySocket: busy?.path ?? "", measured: true)
                 : Self.config(socket: target.path)
-            try startDaemon(config: config)
+            try startDaemon(config: config, executable: reader == .otherTouchd ? options.otherTouchd : nil)
             try findTwin(from: cursor)
         case .floor, .libinputFloor:
             guard let path = reader == .floor ? options.floorFilter : options.floorFilterLibinput else { return [] }
@@ -1055,7 +1075,7 @@ final class FilterRun {
             break
         }
         let source = reader == .direct ? panelSysname : twinSysname
-        let sendsItself = reader == .touchd
+        let sendsItself = reader.isTouchd
         let actionsBefore = busy?.inbox.count ?? 0
         sleep(microseconds: 300_000)
         var latencies: [Int64] = []

@@ -625,6 +625,9 @@ struct SelfTest {
             (try? Options.parse(["--filter", "--touchd", "/t", "--floor-filter-libinput", "/l"]))?.floorFilterLibinput,
             "/l")
         results.equal(
+            "arguments-filter-also-touchd",
+            (try? Options.parse(["--filter", "--touchd", "/t", "--also-touchd", "/o"]))?.otherTouchd, "/o")
+        results.equal(
             "arguments-compare-libinput-taps",
             (try? Options.parse(["--compare-libinput", "--touchd", "/t", "--taps", "30"]))?.taps, 30)
         results.equal(
@@ -654,6 +657,8 @@ struct SelfTest {
             (["--touchd", "/t", "--rounds", "3"], "go with --compare-libinput"),
             (["--touchd", "/t", "--floor-reader", "/f"], "go with --compare-libinput"),
             (["--touchd", "/t", "--floor-daemon", "/d"], "go with --compare-libinput"),
+            (["--touchd", "/t", "--also-touchd", "/o"], "goes with --compare-libinput or --filter"),
+            (["--filter", "--systemd-unit", "--touchd", "/t", "--also-touchd", "/o"], "not under --systemd-unit"),
             (["--touchd", "/t", "--floor-filter", "/f"], "go with --filter"),
             (["--touchd", "/t", "--floor-filter-libinput", "/l"], "go with --filter"),
             (["--filter", "--systemd-unit", "--touchd", "/t", "--floor-filter", "/f"], "not under --systemd-unit"),
