@@ -432,23 +432,15 @@ extension Engine {
             forecast = nil
             return
         }
+        // The last forecast's application part, taken out of it so that its arrays stay uniquely held while the scene
+        // refills them in their room; an empty one the first time.
+        var app = forecast.take()?.app ?? .none
+        scene.appForecast(into: &app)
         // The engine's own timers (idle, speech) too: a frame at or after the next is not forecast.
-        let validUntil = nextDeadline
-        guard forecast != nil else {
-            var app = scene.appForecast
-            app.validUntil = validUntil
-            forecast = EdgeForecast(
-                device: device, app: app, mapper: mapper, generation: generation,
-                twinSpace: configuration.filter.twinSpace, output: configuration.output)
-            return
-        }
-        scene.appForecast(into: &forecast!.app)
-        forecast!.app.validUntil = validUntil
-        forecast!.device = device
-        forecast!.mapper = mapper
-        forecast!.generation = generation
-        forecast!.twinSpace = configuration.filter.twinSpace
-        forecast!.output = configuration.output
+        app.validUntil = nextDeadline
+        forecast = EdgeForecast(
+            device: device, app: app, mapper: mapper, generation: generation,
+            twinSpace: configuration.filter.twinSpace, output: configuration.output)
     }
 
     /// Changes the edge wrote first that the scene did not make: said as an error, and a touch-down cancelled for the
