@@ -44,11 +44,14 @@ final class Daemon {
     var headphoneJack: HeadphoneJack?
     /// From each frame's libinput timestamp to its actions being handed to their executor.
     private(set) var processing = LatencyHistogram()
-    /// The part of `processing` spent inside touchd: from `poll` returning to the actions being handed over. The rest
-    /// is the kernel and the scheduler waking the input thread.
+    /// The part of `processing` spent inside touchd: from `poll` returning (``wokeAt``) to the actions being handed
+    /// over. The rest is the kernel and the scheduler waking the input thread.
     private(set) var handling = LatencyHistogram()
-    /// When `poll` last returned.
+    /// When `poll` last returned: read by ``checkClocks()``, right after it or, for a frame forwarded first with no
+    /// contact down, right after the twin's write.
     private var wokeAt: UInt64 = 0
+    /// Whether this wake-up's clocks are still to be read (``checkClocks()``).
+    private var clocksPending = false
     /// Deliveries of the current batch for socket targets and for commands, handed over together by ``handOver()``.
     private var outbox: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
     /// The libinput times of the batch's deliveries that input caused, for the processing-time figures.
@@ -203,15 +206,14 @@ final class Daemon {
         while true {
             pingWatchdogIfDue()
             let ready = waiting.wait(timeout: timeout())
-            wokeAt = monotonicMicroseconds()
             if ready.count < 0 && errno != EINTR {
                 logger.critical("epoll_wait failed: \(LibinputContext.errnoText())")
                 return 70  // EX_SOFTWARE
             }
-            // Before the input that woke us: it may be the release of a finger that lifted while the system slept.
-            if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
-                perform(engine.resumed(afterSleeping: asleep, now: wokeAt))
-            }
+            // The clocks and the suspend check come before the input that woke us: it may be the release of a finger
+            // that lifted while the system slept. Only a filtered panel's frame with no contact down anywhere has them
+            // after the twin's write (a resume then cancels nothing); everything else has them first.
+            clocksPending = true
             // Filter mode's grabbed panels that touchd reads itself (EdgePanel.swift): the application's touches, first
             // of all (docs/performance.md measures each step before the twin's write).
             for entry in edgeWaits.values where ready.contains(entry.index) {
@@ -220,8 +222,11 @@ final class Daemon {
                 guard !edge.isRetired else { continue }
                 edge.read { frame in
                     // What is certain to reach the application goes to the twin first; the engine then handles the
-                    // frame, and its scene makes what was written. The forecast is made anew first if the engine
-                    // changed since (a resume handled above, or the frame before): nothing when it did not.
+                    // frame, and its scene makes what was written. The clocks come first unless the edge's forecast
+                    // is current and finds no contact down anywhere (a resume would cancel nothing, so the forecast
+                    // holds whatever the clocks say); then the forecast is made anew if a resume or the frame before
+                    // changed the engine: nothing when neither did.
+                    if clocksPending, forecastsStale || edge.forecast?.resumeCancelsNothing != true { checkClocks() }
                     refreshForecasts()
                     let first = edge.certain(of: frame)
                     if let first {
@@ -237,6 +242,8 @@ final class Daemon {
                             sched_yield()
                         }
                     }
+                    // Before the engine handles the frame, whatever was written first.
+                    if clocksPending { checkClocks() }
                     engine.handle(taking: &frame, now: wokeAt, into: &effects, forwardedFirst: first)
                     perform(taking: &effects)
                     handOver()
@@ -244,6 +251,7 @@ final class Daemon {
                 }
                 if let failure = edge.failure { edgeFailed(edge.device, errno: failure) }
             }
+            if clocksPending { checkClocks() }
             if ready.contains(1) {
                 var stop = false
                 var reload = false
@@ -289,6 +297,15 @@ final class Daemon {
             // What this wake-up's device changes, control notes and deadlines caused.
             handOver()
             refreshForecasts()
+        }
+    }
+
+    /// Reads the clocks for this wake-up (``wokeAt``) and checks for a suspend since the last (fault-cases.md P1).
+    private func checkClocks() {
+        clocksPending = false
+        wokeAt = monotonicMicroseconds()
+        if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
+            perform(engine.resumed(afterSleeping: asleep, now: wokeAt))
         }
     }
 

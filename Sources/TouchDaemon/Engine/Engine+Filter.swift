@@ -325,6 +325,9 @@ struct EdgeForecast: Sendable {
     var generation: Int
     var twinSpace: Configuration.Filter.TwinSpace
     var output: Configuration.Output
+    /// No contact is down anywhere: a resume from a suspend, found only after the frame, then cancels nothing, and the
+    /// forecast holds (the daemon reads the suspend check's clocks after the twin's write).
+    var resumeCancelsNothing = false
 
     /// The room ``twinFrame(for:scratch:)`` works in, kept by the edge from frame to frame, so that a forwarded frame
     /// allocates nothing before its write.
@@ -440,7 +443,8 @@ extension Engine {
         app.validUntil = nextDeadline
         forecast = EdgeForecast(
             device: device, app: app, mapper: mapper, generation: generation,
-            twinSpace: configuration.filter.twinSpace, output: configuration.output)
+            twinSpace: configuration.filter.twinSpace, output: configuration.output,
+            resumeCancelsNothing: !router.hasActiveContacts)
     }
 
     /// Changes the edge wrote first that the scene did not make: said as an error, and a touch-down cancelled for the

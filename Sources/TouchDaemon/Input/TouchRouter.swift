@@ -86,6 +86,9 @@ struct TouchRouter {
         active.keys.filter { !orphaned.contains($0) }.sorted()
     }
 
+    /// Whether a contact is down and known to the scene (``activeContacts`` without the array).
+    var hasActiveContacts: Bool { active.keys.contains { !orphaned.contains($0) } }
+
     /// Marks every contact that is down as orphaned and returns them, for the caller to cancel in the scene: their
     /// further motion and their lift are dropped, so a contact that was down across a suspend never ends as a tap.
     /// A new touch-down in the same seat slot starts a fresh contact.

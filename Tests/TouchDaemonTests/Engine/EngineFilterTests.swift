@@ -305,6 +305,51 @@ struct EngineFilterTests {
         #expect(driver.engine.statistics.forecastMisses == 0)
     }
 
+    @Test("a resume found after a frame forwarded first with nothing down cancels nothing (fault-cases.md P1)")
+    func resumeAfterForwardingFirst() throws {
+        var driver = try Self.filtering()
+        // Nothing down anywhere: the forecast lets the suspend check's clocks wait until after the twin's write.
+        let made = driver.engine.edgeForecast(for: 1)
+        let forecast = try #require(made)
+        #expect(forecast.resumeCancelsNothing)
+        var alone = driver
+        let expected = Self.frames(alone.frame([.down(0, 500, 600)]))
+        let events = driver.events([.down(0, 500, 600)])
+        let first = try #require(forecast.twinFrame(for: events))
+        #expect([first] == expected)
+        // The clocks, read after the write, say the machine slept 30 s: nothing is cancelled or forwarded, and the
+        // engine then makes exactly what was written.
+        let resumed = driver.engine.resumed(afterSleeping: 30_000_000, now: driver.now + 200)
+        #expect(Self.frames(resumed).isEmpty)
+        #expect(
+            resumed.contains {
+                if case .log(.info, let message, let metadata) = $0 {
+                    message.contains("suspended") && metadata["contacts"] == "0"
+                } else {
+                    false
+                }
+            })
+        let effects = driver.engine.handle(events, now: driver.now + 300, forwardedFirst: first)
+        #expect(Self.frames(effects).isEmpty)
+        #expect(driver.engine.statistics.forwardedFirst == 1)
+        #expect(driver.engine.statistics.forecastMisses == 0)
+        // A finger down: a resume would cancel it, so the clocks come first, and the forecast says so.
+        let held = driver.engine.edgeForecast(for: 1)
+        #expect(held?.resumeCancelsNothing == false)
+        // The resume then ends the application's touch before the lift is read: the lift is not forwarded.
+        let cancelled = Self.frames(driver.engine.resumed(afterSleeping: 30_000_000, now: driver.now + 400))
+        #expect(cancelled.flatMap(\.changes).map(\.phase) == [.cancel])
+        // The finger still down was cancelled already: another resume would cancel nothing.
+        let orphaned = driver.engine.edgeForecast(for: 1)
+        #expect(orphaned?.resumeCancelsNothing == true)
+        #expect(Self.frames(driver.frame([.up(0)])).isEmpty)
+        // A finger on another touchscreen counts too: nothing is down on this panel, yet a resume would cancel it.
+        _ = driver.plug(2)
+        _ = driver.frame([.down(1, 500, 600)], device: 2)
+        let other = driver.engine.edgeForecast(for: 1)
+        #expect(other?.resumeCancelsNothing == false)
+    }
+
     @Test("a change forwarded first that the scene does not make is said as an error and its touch cancelled")
     func forecastMiss() throws {
         var driver = try Self.filtering()
