@@ -21,28 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest-wake.h"
+
 enum { maxTrials = 1000, codePages = 512 };
-
-static long long now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        perror("vcpu-wake: sched_setaffinity (two vCPUs needed)");
-        exit(1);
-    }
-}
-
-static int compare(const void *a, const void *b) {
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return x < y ? -1 : x > y;
-}
 
 static volatile unsigned long sink;
 typedef unsigned long (*step_fn)(unsigned long);
@@ -94,7 +75,7 @@ int main(int argc, char **argv) {
         // Only the ends it uses: read(2) then sees the end of the waker's writes.
         close(to[1]);
         close(back[0]);
-        pin(1);
+        pin("vcpu-wake", 1);
         char byte;
         while (read(to[0], &byte, 1) == 1) {
             long long stamp = now_ns();
@@ -104,7 +85,7 @@ int main(int argc, char **argv) {
     }
     close(to[0]);
     close(back[1]);
-    pin(0);
+    pin("vcpu-wake", 0);
     make_steps();
     // How many iterations of `compute` take about a millisecond here.
     long long start = now_ns();
