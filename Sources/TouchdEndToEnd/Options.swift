@@ -40,6 +40,11 @@ struct Options: Equatable {
     var floorFilter: String?
     /// With `filter`: the bare forwarder that reads through libinput (tools/perf/floor-filter-libinput.c).
     var floorFilterLibinput: String?
+    /// With `floorFilter`: the same forwarder measured once more as the busy rounds had it before: the driver, not the
+    /// forwarder, sends the busy target its line, right after the panel's write (ScenarioFilter.swift).
+    var floorDriverLine = false
+    /// With `filter`: the latency run's passes, each a round per reader and condition (ScenarioFilter.swift).
+    var latencyPasses = 10
     /// With `compareLibinput`: fail when the ratio of the medians is above this (otherwise it is only reported).
     var maximumRatio: Double?
     /// Where the units to install are (the repository's systemd/ directory).
@@ -80,7 +85,8 @@ struct Options: Equatable {
                touchd-e2e --without-touchscreen --touchd PATH [--verbose]
                touchd-e2e --systemd-unit --touchd PATH [--units DIR] [--expect-control-socket] [--verbose]
                touchd-e2e --filter [--systemd-unit [--units DIR]] --touchd PATH [--floor-filter PATH]
-                          [--floor-filter-libinput PATH] [--also-touchd PATH] [--verbose]
+                          [--floor-filter-libinput PATH] [--floor-driver-line] [--latency-passes N]
+                          [--also-touchd PATH] [--verbose]
                touchd-e2e --cage [--systemd-unit [--units DIR]] --touchd PATH [--verbose]
                touchd-e2e --cage --twin-space --touchd PATH [--verbose]
                touchd-e2e --startup-sweep --touchd PATH [--sweep-rounds N] [--verbose]
@@ -158,6 +164,13 @@ struct Options: Equatable {
           --floor-filter-libinput PATH
                          with --filter (not under systemd): also measure the same forwarder reading the panel through
                          libinput, as touchd does (tools/perf/floors builds one): what reading through libinput costs
+          --floor-driver-line
+                         with --floor-filter: also measure the forwarder as the busy rounds had it before 2026-12-05:
+                         the driver sends the busy target its line right after the panel's write (in the rounds of
+                         --floor-filter the forwarder sends it itself, after its own write, as touchd does)
+          --latency-passes N
+                         with --filter (not under systemd): passes of the latency run (default 10, 1…100), each a
+                         round of 10 counted touch-downs per reader and condition
           --units DIR    with --systemd-unit: where touchd.service, touchd.socket and touchd.sysusers are
           --expect-control-socket
                          with --systemd-unit: also require that touchd answers a hello on the socket-activated
@@ -283,6 +296,13 @@ struct Options: Equatable {
             case "--floor-daemon": options.floorDaemon = try value(for: argument)
             case "--floor-filter": options.floorFilter = try value(for: argument)
             case "--floor-filter-libinput": options.floorFilterLibinput = try value(for: argument)
+            case "--floor-driver-line": options.floorDriverLine = true
+            case "--latency-passes":
+                let text = try value(for: argument)
+                guard let passes = Int(text), (1...100).contains(passes) else {
+                    throw UsageError("--latency-passes takes a whole number from 1 to 100, not '\(text)'")
+                }
+                options.latencyPasses = passes
             case "--max-ratio":
                 let text = try value(for: argument)
                 guard let ratio = Double(text), ratio.isFinite, ratio > 0 else {
@@ -355,6 +375,12 @@ struct Options: Equatable {
         }
         if options.floorFilter != nil || options.floorFilterLibinput != nil, !options.filter || options.systemdUnit {
             throw UsageError("--floor-filter and --floor-filter-libinput go with --filter, not under --systemd-unit")
+        }
+        if options.floorDriverLine, options.floorFilter == nil {
+            throw UsageError("--floor-driver-line goes with --floor-filter")
+        }
+        if arguments.contains("--latency-passes"), !options.filter || options.systemdUnit {
+            throw UsageError("--latency-passes goes with --filter, not under --systemd-unit")
         }
         let speechOptions = [
             "--speechd-queue", "--espeak-chunk", "--module-pipe-bytes", "--speechd-trace", "--cancel-reported",

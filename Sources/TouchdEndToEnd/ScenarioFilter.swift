@@ -877,7 +877,8 @@ final class FilterRun {
     /// panel directly (touchd stopped), through the twin of the bare forwarder `--floor-filter` names (grab and copy,
     /// nothing decided; touchd stopped), and through touchd's twin. A fresh reader for each round of
     /// ``latencyTaps`` taps on the same point, the readers in turn (in the reverse order every other pass),
-    /// ``latencyPasses`` times: 100 touch-downs per reader counted. Each round's first tap is not counted, for every
+    /// ``latencyPasses`` times (`--latency-passes`, default 10): 100 touch-downs per reader counted by default, 10 a
+    /// pass. Each round's first tap is not counted, for every
     /// reader alike: it is the first touch of a process just started (touchd's, the forwarder's) and of a twin just
     /// made, which the compositor's libinput meets for the first time, so in the samples it would stand for one touch
     /// in eleven where a kiosk has one per start of the service. It is reported on its own
@@ -885,18 +886,24 @@ final class FilterRun {
     /// a boot, and finer turns share the drift among the readers. Then the same with the busy target (`busy`, working
     /// 20 ms after each message) receiving an action for each touch-down: in touchd's rounds the tap lands on control
     /// `m`, whose touchDown touchd sends to `busy` after it forwarded the touch (about 0.4 ms after its write, while
-    /// the compositor reads); in the other rounds the driver sends `busy` a line of its own right after each
-    /// touch-down's write, so the target starts its work before the reader has read. Which of the two costs the reader
-    /// more is not settled: in one boot with the driver's line sent 2 ms later, the forwarder's busy median was 0.78
-    /// ms above its idle one and touchd's 1.78 ms; in another, with the forwarder sending the line itself after its
-    /// write as touchd does, the forwarder's was 1.79 ms above and touchd's 1.59 ms (docs/performance.md). The idle
-    /// and busy rounds alternate within each pass.
+    /// the compositor reads); in the forwarder's rounds the forwarder sends `busy` the same line itself, right after
+    /// its write of each frame that begins a contact (floor-filter.c's second argument). So the target starts its work
+    /// after each filter's own write, never before: when it starts is part of what is compared, and a target woken
+    /// before the reader has read keeps a vCPU running that the reader's wake-up then finds, which made the
+    /// forwarder's busy rounds faster than its idle ones (docs/performance.md, "The busy comparison"). Until
+    /// 2026-12-05 the driver sent the forwarder's line, right after the panel's write; `--floor-driver-line` measures
+    /// that design too, as one more reader (`floor-driver-line`) in the same boot. In the direct rounds, where no
+    /// process of the project's runs, the driver sends the line right after the panel's write. The idle and busy
+    /// rounds alternate within each pass.
     ///
     /// Prints a `filter-latency:` line per condition with each reader's median and p99 (nearest rank: of 100 samples
-    /// the second largest) and touchd's ratios to the bare forwarder, beside the bounds the project set for them
+    /// the second largest, of 200 the third) and touchd's ratios to the bare forwarder, beside the bounds the project set for them
     /// (median ≤ 1.15×, p99 ≤ 1.3×). Figures of an emulated guest, reported and not judged: the check only asks for the
     /// samples. With `--also-touchd`, one more reader is that touchd, run and counted exactly as touchd is, and a
-    /// `filter-latency-other-touchd:` line per condition compares the two builds in the same boot.
+    /// `filter-latency-other-touchd:` line per condition compares the two builds in the same boot; with
+    /// `--floor-driver-line`, a `filter-latency-floor-driver-line:` line per condition compares touchd with the
+    /// forwarder measured the earlier way (with the target idle the two forwarders' rounds are the same: their ratio
+    /// is the comparison's own noise in that boot).
     private func measureLatency() throws(Abort) {
         typealias Reader = LatencyReader
         struct Round: Hashable {
@@ -906,11 +913,14 @@ final class FilterRun {
         var samples: [Round: [Int64]] = [:]
         var firstTouches: [Round: [Int64]] = [:]
         var busyActions = 0
+        // Per reader, when the busy target's line arrived after each touch-down's panel write (busy rounds).
+        var lineDelays: [Reader: [Int64]] = [:]
         var readers: [Reader] = options.floorFilter == nil ? [.touchd, .direct] : [.touchd, .direct, .floor]
         if options.floorFilterLibinput != nil { readers.append(.libinputFloor) }
+        if options.floorDriverLine { readers.append(.floorDriverLine) }
         if options.otherTouchd != nil { readers.append(.otherTouchd) }
         let conditions = busy == nil ? [false] : [false, true]
-        // The driver's own connection to the busy target, for the stand-in lines of the direct and floor rounds.
+        // The driver's own connection to the busy target, for the lines of the rounds whose reader sends none.
         var standIn: Int32 = -1
         defer {
             if standIn >= 0 { close(standIn) }
@@ -922,13 +932,15 @@ final class FilterRun {
                 try UnixSocket.connected(path: busy.path, type: SOCK_STREAM)
             }
         }
-        for pass in 0..<Self.latencyPasses {
+        for pass in 0..<latencyPasses {
             for isBusy in conditions {
                 busy?.work = isBusy ? BusyTarget.work : 0
                 // Every other pass in the reverse order: a drift within the pass then favours no reader.
                 for reader in pass.isMultiple(of: 2) ? readers : readers.reversed() {
                     let round = Round(reader: reader, busy: isBusy)
-                    let taken = try measureRound(reader, busy: isBusy, standIn: standIn) { busyActions += $0 }
+                    let taken = try measureRound(
+                        reader, busy: isBusy, standIn: standIn, busyActions: { busyActions += $0 },
+                        lineDelays: { lineDelays[reader, default: []] += $0 })
                     // The round's first touch on its own (see above); the rest are the samples.
                     let rest = Array(taken.dropFirst())
                     if let first = taken.first { firstTouches[round, default: []].append(first) }
@@ -1003,18 +1015,41 @@ final class FilterRun {
                         "\(reader.rawValue) \(figures(reader).map { "p50 \($0.p50) µs p99 \($0.p99) µs" } ?? "n/a") "
                             + "(\(samples[Round(reader: reader, busy: isBusy)]?.count ?? 0))"
                     }.joined(separator: ", ") + " (p99 nearest rank)")
-            if counts.contains(where: { $0 < Self.latencySamples }) { enough = false }
+            if let driverLine = figures(.floorDriverLine) {
+                // The forwarder as the busy rounds had it before (the driver's line at the panel's write).
+                Console.line(
+                    "filter-latency-floor-driver-line: busy=\(isBusy ? 1 : 0) "
+                        + "floor_driver_line_p50_us=\(driverLine.p50) floor_driver_line_p99_us=\(driverLine.p99) "
+                        + "floor_over_floor_driver_line_p50=\(format(ratio(floor?.p50, driverLine.p50))) "
+                        + "floor_over_floor_driver_line_p99=\(format(ratio(floor?.p99, driverLine.p99))) "
+                        + "touchd_over_floor_driver_line_p50=\(format(ratio(touchd?.p50, driverLine.p50))) "
+                        + "touchd_over_floor_driver_line_p99=\(format(ratio(touchd?.p99, driverLine.p99)))")
+            }
+            if counts.contains(where: { $0 < latencySamples }) { enough = false }
         }
-        // Each touchd measured (`--touchd`, `--also-touchd`) sends one touchDown action per tap of its busy rounds.
-        let touchdReaders = readers.count { $0.isTouchd }
-        let expectedActions = busy == nil ? 0 : Self.latencyPasses * Self.latencyTaps * touchdReaders
+        if busy != nil {
+            // When each reader's busy line reached the target: the comparison's design made visible in every boot.
+            Console.line(
+                "filter-latency-busy-line: "
+                    + readers.map { reader in
+                        let key = reader.rawValue.replacingOccurrences(of: "-", with: "_")
+                        return "\(key)_p50_us=\(Percentiles(lineDelays[reader] ?? []).map { String($0.p50) } ?? "n/a")"
+                    }.joined(separator: " ")
+                    + " (from the panel's write to the busy target's reading of the line: touchd's action, the "
+                    + "forwarder's own line, the driver's for the other readers)")
+        }
+        // Each reader that sends its own line (touchd's action, `--touchd`'s and `--also-touchd`'s; the forwarder's
+        // line) sends one per tap of its busy rounds.
+        let sendingReaders = readers.count { $0.sendsItself }
+        let expectedActions = busy == nil ? 0 : latencyPasses * Self.latencyTaps * sendingReaders
         record(
-            "latency measured (\(Self.latencySamples) touch-downs per reader"
+            "latency measured (\(latencySamples) touch-downs per reader"
                 + "\(busy == nil ? "" : ", idle and busy target"))",
             !enough
                 ? "too few samples: \(samples.map { "\($0.key.reader.rawValue) busy=\($0.key.busy): \($0.value.count)" })"
                 : busyActions < expectedActions
-                    ? "the busy target got \(busyActions) of touchd's \(expectedActions) touchDown actions" : nil)
+                    ? "the busy target got \(busyActions) of the \(expectedActions) touchDown lines touchd and the "
+                        + "forwarder send" : nil)
     }
 
     /// What reads the panel in a round of the latency run: `libinput debug-events` alone, through the bare forwarder's
@@ -1023,26 +1058,34 @@ final class FilterRun {
         case direct, floor, touchd
         case libinputFloor = "floor-libinput"
         case otherTouchd = "other-touchd"
+        /// The bare forwarder with the driver sending its busy line at the panel's write (`--floor-driver-line`).
+        case floorDriverLine = "floor-driver-line"
 
         /// A touchd, started and counted as touchd is.
         var isTouchd: Bool { self == .touchd || self == .otherTouchd }
+        /// Whether the reader's own process sends the busy target its line in the busy rounds (after its write).
+        var sendsItself: Bool { isTouchd || self == .floor }
     }
 
-    /// Rounds per reader and condition, and taps per round: 100 samples per reader and condition, so that the p99
-    /// (nearest rank) is the second slowest rather than the slowest, one touch the guest happened to stall.
-    private static let latencyPasses = 10
+    /// Rounds per reader and condition (`--latency-passes`; the default 10 gives 100 samples per reader and
+    /// condition, so that the p99, nearest rank, is the second slowest rather than the slowest, one touch the guest
+    /// happened to stall), and taps per round.
+    private var latencyPasses: Int { options.latencyPasses }
     private static let latencyTaps = 11
     /// The samples each reader and condition must give: every tap of every round but the round's first.
-    private static let latencySamples = latencyPasses * (latencyTaps - 1)
+    private var latencySamples: Int { latencyPasses * (Self.latencyTaps - 1) }
     /// The bounds set for touchd's forwarding against the bare forwarder's (its ratio of medians and of p99s).
     private static let medianBound = 1.15
     private static let p99Bound = 1.3
 
     /// One round of the latency run: `reader` fresh (touchd started with the configuration `busy` asks for, or the
     /// floor filter started, or both stopped), ``latencyTaps`` taps at (500, 500); returns their latencies in µs.
-    /// `busyActions` is told how many of touchd's touchDown actions the busy target got in the round.
+    /// `busyActions` is told how many touchDown lines the reader's own process (touchd, the forwarder) sent the busy
+    /// target in the round, and `lineDelays` when each tap's line (whoever sent it) reached the target after the
+    /// panel's write.
     private func measureRound(
-        _ reader: LatencyReader, busy isBusy: Bool, standIn: Int32, busyActions: (Int) -> Void
+        _ reader: LatencyReader, busy isBusy: Bool, standIn: Int32, busyActions: (Int) -> Void,
+        lineDelays: ([Int64]) -> Void
     ) throws(Abort) -> [Int64] {
         var floorFilter: Daemon?
         defer { floorFilter?.killAndReap() }
@@ -1061,12 +1104,16 @@ final class FilterRun {
                 : Self.config(socket: target.path)
             try startDaemon(config: config, executable: reader == .otherTouchd ? options.otherTouchd : nil)
             try findTwin(from: cursor)
-        case .floor, .libinputFloor:
-            guard let path = reader == .floor ? options.floorFilter : options.floorFilterLibinput else { return [] }
+        case .floor, .libinputFloor, .floorDriverLine:
+            guard let path = reader == .libinputFloor ? options.floorFilterLibinput : options.floorFilter else {
+                return []
+            }
+            // In its busy rounds the forwarder sends the busy target its line itself, after its write.
+            let arguments = [Self.panelName] + (isBusy && reader.sendsItself ? [busy?.path].compactMap { $0 } : [])
             let cursor = eventCursor
             floorFilter = try attempt { () throws(DriverError) in
                 try Daemon(
-                    executable: path, arguments: [Self.panelName], environment: [:],
+                    executable: path, arguments: arguments, environment: [:],
                     removing: Scenario.scrubbedEnvironment, echoPrefix: options.verbose ? "floor| " : nil,
                     published: false)
             }
@@ -1075,14 +1122,16 @@ final class FilterRun {
             break
         }
         let source = reader == .direct ? panelSysname : twinSysname
-        let sendsItself = reader.isTouchd
+        let sendsItself = reader.sendsItself
         let actionsBefore = busy?.inbox.count ?? 0
         sleep(microseconds: 300_000)
         var latencies: [Int64] = []
+        var writes: [Int64] = []
         for _ in 0..<Self.latencyTaps {
             let cursor = eventCursor
             guard let panel else { throw Abort("no panel") }
             let timing = try attempt { () throws(DriverError) in try panel.write([.down(slot: 0, x: 500, y: 500)]) }
+            writes.append(Int64(timing.beforeReport))
             if isBusy, !sendsItself, standIn >= 0 {
                 try attempt { () throws(DriverError) in
                     try UnixSocket.send(standIn, #"{"action":"m","event":"touchDown","target":"busy"}"# + "\n")
@@ -1095,8 +1144,18 @@ final class FilterRun {
             try write([.up(slot: 0)])
             sleep(microseconds: 120_000)
         }
-        if isBusy, sendsItself, let busy {
-            busyActions(busy.inbox.since(actionsBefore).count { $0.action == "m" && $0.event == "touchDown" })
+        if isBusy, let busy {
+            let lines = busy.inbox.since(actionsBefore).filter { $0.action == "m" && $0.event == "touchDown" }
+            if sendsItself { busyActions(lines.count) }
+            // Each tap's line: the first to arrive after its write and before the next tap's.
+            var delays: [Int64] = []
+            for (index, written) in writes.enumerated() {
+                let next = index + 1 < writes.count ? writes[index + 1] : Int64.max
+                if let line = lines.first(where: { Int64($0.arrival) >= written && Int64($0.arrival) < next }) {
+                    delays.append(Int64(line.arrival) - written)
+                }
+            }
+            lineDelays(delays)
         }
         return latencies
     }

@@ -625,6 +625,13 @@ struct SelfTest {
             (try? Options.parse(["--filter", "--touchd", "/t", "--floor-filter-libinput", "/l"]))?.floorFilterLibinput,
             "/l")
         results.equal(
+            "arguments-floor-driver-line",
+            (try? Options.parse(["--filter", "--touchd", "/t", "--floor-filter", "/f", "--floor-driver-line"]))?
+                .floorDriverLine, true)
+        results.equal(
+            "arguments-latency-passes",
+            (try? Options.parse(["--filter", "--touchd", "/t", "--latency-passes", "30"]))?.latencyPasses, 30)
+        results.equal(
             "arguments-filter-also-touchd",
             (try? Options.parse(["--filter", "--touchd", "/t", "--also-touchd", "/o"]))?.otherTouchd, "/o")
         results.equal(
@@ -662,6 +669,10 @@ struct SelfTest {
             (["--touchd", "/t", "--floor-filter", "/f"], "go with --filter"),
             (["--touchd", "/t", "--floor-filter-libinput", "/l"], "go with --filter"),
             (["--filter", "--systemd-unit", "--touchd", "/t", "--floor-filter", "/f"], "not under --systemd-unit"),
+            (["--filter", "--touchd", "/t", "--floor-driver-line"], "goes with --floor-filter"),
+            (["--touchd", "/t", "--latency-passes", "20"], "goes with --filter"),
+            (["--filter", "--systemd-unit", "--touchd", "/t", "--latency-passes", "20"], "not under --systemd-unit"),
+            (["--filter", "--touchd", "/t", "--latency-passes", "0"], "from 1 to 100"),
             (["--compare-libinput", "--touchd", "/t", "--rounds", "0"], "from 1 to 100"),
             (["--compare-libinput", "--touchd", "/t", "--max-ratio", "-1"], "positive number"),
         ]

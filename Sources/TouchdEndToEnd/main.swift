@@ -16,13 +16,16 @@ if options.help {
 Watchdog.installSignalHandlers()
 // A filter run as a child also makes the busy-target pairs and the latency rounds of three readers, idle and busy;
 // the twin_space run starts cage and touchd once per case; the speech run waits for speech-dispatcher to list its
-// voices, then speaks through touchd speak and through touches.
+// voices, then speaks through touchd speak and through touches. Each latency pass beyond the default ten
+// (`--latency-passes`) is a round per reader and condition more: 40 s each, for up to five readers of about 3 s.
 Watchdog.start(
     limit: options.systemdUnit
         ? Limits.systemdUnitRun
         : options.startupSweep
             ? StartupSweep.limit(rounds: options.sweepRounds)
-            : options.filter || options.twinSpace || options.speech ? 2 * Limits.global : Limits.global)
+            : options.filter
+                ? 2 * Limits.global + Microseconds(max(0, options.latencyPasses - 10)) * 40_000_000
+                : options.twinSpace || options.speech ? 2 * Limits.global : Limits.global)
 
 if options.selfTest {
     let status = SelfTest(options: options).run()

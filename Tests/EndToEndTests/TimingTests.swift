@@ -69,8 +69,9 @@ extension EndToEndTests {
     ///   twin, `libinput debug-events` on the whole seat shows what the application gets; also that the next touch
     ///   forwarded does not wait behind a busy socket target, and the app-visible latency (`filter-latency:` lines)
     ///   through touchd's twin against the panel read directly and, with a C compiler on the host, through the bare
-    ///   forwarder tools/perf/floor-filter.c, with the socket target idle and busy. (The same forwarder reading through
-    ///   libinput, floor-filter-libinput.c, is measured by hand: tools/perf/README.md.)
+    ///   forwarder tools/perf/floor-filter.c, with the socket target idle and busy, in ten passes of a round per reader
+    ///   and condition (`TOUCHD_FILTER_PASSES` asks for more, at most 30; CI asks for 20). (The same forwarder reading
+    ///   through libinput, floor-filter-libinput.c, is measured by hand: tools/perf/README.md.)
     /// - With `TOUCHD_INSTALL_DEB` (CI sets it), after the measurements: installing on a kiosk
     ///   (`scripts/vm/check-install --in-guest`), the .deb with dpkg -i and --purge, then scripts/install and
     ///   scripts/uninstall with the same binary, each checked under systemd. It needs a systemd guest and the release
@@ -82,7 +83,8 @@ extension EndToEndTests {
         let rounds = environment["TOUCHD_LATENCY_ROUNDS"].flatMap { Int($0) }.map { min(max($0, 4), 16) } ?? 4
         var latency = ["--compare-libinput", "--rounds", "\(rounds)"]
         if let ratio = environment["TOUCHD_LATENCY_MAX_RATIO"], !ratio.isEmpty { latency += ["--max-ratio", ratio] }
-        var filter = ["--filter"]
+        let passes = environment["TOUCHD_FILTER_PASSES"].flatMap { Int($0) }.map { min(max($0, 10), 30) } ?? 10
+        var filter = ["--filter", "--latency-passes", "\(passes)"]
         if let floors = Self.buildFloors() {
             filter += ["--floor-filter", floors.appendingPathComponent("floor-filter").path]
         }
@@ -92,7 +94,7 @@ extension EndToEndTests {
             Step(driver: filter, touchd: measured),
         ]
         // Each step's own bound, in the guest's seconds, as when each had a guest of its own.
-        var timeout = (300 + rounds * 40) + 600
+        var timeout = (300 + rounds * 40) + (600 + (passes - 10) * 25)
         if let package = try await Self.installPackage(for: measured), let measured {
             let check = Self.packageRoot.appendingPathComponent("scripts/vm/check-install").path
             steps.append(

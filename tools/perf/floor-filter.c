@@ -3,7 +3,12 @@
 // twin has), and copies every event it reads to the twin, a whole read in one write(2). Whatever the application's
 // latency through it costs is what any filter process costs in the test VM; what touchd takes beyond it is its own.
 //
-// usage: floor-filter PANEL-NAME   (built by tools/perf/floors; ends when its parent does)
+// With BUSY-SOCKET (the latency check's rounds with the busy socket target), it also does what touchd's one action
+// does there, in the order touchd does it: after each write that began a contact, it sends the target touchd's
+// touchDown line on a stream connection made at start. So the target starts its work after the forwarder's write, as
+// it does after touchd's, and nothing of that comes before the write.
+//
+// usage: floor-filter PANEL-NAME [BUSY-SOCKET]   (built by tools/perf/floors; ends when its parent does)
 #include <fcntl.h>
 #include <libevdev/libevdev-uinput.h>
 #include <libevdev/libevdev.h>
@@ -14,13 +19,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "floor-panel.h"
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: floor-filter PANEL-NAME\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: floor-filter PANEL-NAME [BUSY-SOCKET]\n");
         return 2;
     }
     // Killed with its parent, so that a driver that dies never leaves the panel grabbed.
@@ -43,12 +50,35 @@ int main(int argc, char **argv) {
         return 1;
     }
     int out = libevdev_uinput_get_fd(twin);
+    int target = -1;
+    if (argc == 3) {
+        struct sockaddr_un address = {.sun_family = AF_UNIX};
+        if (strlen(argv[2]) >= sizeof address.sun_path) {
+            fprintf(stderr, "floor-filter: socket path too long: %s\n", argv[2]);
+            return 1;
+        }
+        strcpy(address.sun_path, argv[2]);
+        target = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (target < 0 || connect(target, (struct sockaddr *)&address, sizeof address) != 0) {
+            perror("floor-filter: connect to the busy target");
+            return 1;
+        }
+    }
+    static const char line[] = "{\"action\":\"m\",\"event\":\"touchDown\",\"target\":\"busy\"}\n";
     struct pollfd waiting = {.fd = fd, .events = POLLIN};
     for (;;) {
         if (poll(&waiting, 1, -1) < 0) continue;
         struct input_event events[64];
         ssize_t got = read(fd, events, sizeof events);
         if (got == 0) return 0;
-        if (got > 0 && write(out, events, (size_t)got) < 0) perror("floor-filter: write");
+        if (got <= 0) continue;
+        if (write(out, events, (size_t)got) < 0) perror("floor-filter: write");
+        if (target < 0) continue;
+        for (size_t i = 0; i < (size_t)got / sizeof events[0]; i++) {
+            if (events[i].type == EV_ABS && events[i].code == ABS_MT_TRACKING_ID && events[i].value >= 0) {
+                if (send(target, line, sizeof line - 1, MSG_NOSIGNAL) < 0) perror("floor-filter: send");
+                break;
+            }
+        }
     }
 }
