@@ -875,35 +875,35 @@ final class FilterRun {
 
     /// App-visible latency: from the uinput write to debug-events' TOUCH_DOWN, in one boot, read three ways: from the
     /// panel directly (touchd stopped), through the twin of the bare forwarder `--floor-filter` names (grab and copy,
-    /// nothing decided; touchd stopped), and through touchd's twin. A fresh reader for each round of
-    /// ``latencyTaps`` taps on the same point, the readers in turn (in the reverse order every other pass),
-    /// ``latencyPasses`` times (`--latency-passes`, default 10): 100 touch-downs per reader counted by default, 10 a
-    /// pass. Each round's first tap is not counted, for every
-    /// reader alike: it is the first touch of a process just started (touchd's, the forwarder's) and of a twin just
-    /// made, which the compositor's libinput meets for the first time, so in the samples it would stand for one touch
-    /// in eleven where a kiosk has one per start of the service. It is reported on its own
-    /// (`filter-latency-first-touch:`). Many short rounds rather than a few long ones: the guest's speed drifts within
-    /// a boot, and finer turns share the drift among the readers. Then the same with the busy target (`busy`, working
-    /// 20 ms after each message) receiving an action for each touch-down: in touchd's rounds the tap lands on control
-    /// `m`, whose touchDown touchd sends to `busy` after it forwarded the touch (about 0.4 ms after its write, while
-    /// the compositor reads); in the forwarder's rounds the forwarder sends `busy` the same line itself, right after
-    /// its write of each frame that begins a contact (floor-filter.c's second argument). So the target starts its work
-    /// after each filter's own write, never before: when it starts is part of what is compared, and a target woken
-    /// before the reader has read keeps a vCPU running that the reader's wake-up then finds, which made the
-    /// forwarder's busy rounds faster than its idle ones (docs/performance.md, "The busy comparison"). Until
-    /// 2026-12-05 the driver sent the forwarder's line, right after the panel's write; `--floor-driver-line` measures
-    /// that design too, as one more reader (`floor-driver-line`) in the same boot. In the direct rounds, where no
-    /// process of the project's runs, the driver sends the line right after the panel's write. The idle and busy
-    /// rounds alternate within each pass.
+    /// nothing decided; touchd stopped), and through touchd's twin. A fresh reader for each round of ``latencyTaps``
+    /// taps on the same point, the readers in turn (in the reverse order every other pass), ``latencyPasses`` times
+    /// (`--latency-passes`, default 10): 10 touch-downs per reader counted a pass, 100 by default. Each round's first
+    /// tap is not counted, for every reader alike: it is the first touch of a process just started (touchd's, the
+    /// forwarder's) and of a twin just made, which the compositor's libinput meets for the first time, so in the
+    /// samples it would stand for one touch in eleven where a kiosk has one per start of the service. It is reported on
+    /// its own (`filter-latency-first-touch:`). Many short rounds rather than a few long ones: the guest's speed drifts
+    /// within a boot, and finer turns share the drift among the readers. Then the same with the busy target (`busy`,
+    /// working 20 ms after each message) receiving an action for each touch-down: in touchd's rounds the tap lands on
+    /// control `m`, whose touchDown touchd sends to `busy` after it forwarded the touch and the engine handled it; in
+    /// the forwarder's rounds the forwarder sends `busy` the same line itself, right after its write of each frame that
+    /// begins a contact (floor-filter.c's second argument). So the target starts its work after each filter's own
+    /// write, never before, and what touchd does between its write and its send is touchd's own cost. Until 2026-12-05
+    /// the driver sent the forwarder's line, right after the panel's write, before the forwarder had read: the
+    /// forwarder's busy rounds then came out faster than its idle ones, and a touchd with nothing before its write
+    /// 1.10–1.15 busy against 0.99–1.06 idle (docs/performance.md, "The busy comparison, like for like").
+    /// `--floor-driver-line` measures that design too, as one more reader (`floor-driver-line`) in the same boot. In
+    /// the direct rounds, where no process of the project's runs, the driver sends the line right after the panel's
+    /// write. A `filter-latency-busy-line:` line gives each reader's median time from the panel's write to the target's
+    /// reading of its line. The idle and busy rounds alternate within each pass.
     ///
     /// Prints a `filter-latency:` line per condition with each reader's median and p99 (nearest rank: of 100 samples
-    /// the second largest, of 200 the third) and touchd's ratios to the bare forwarder, beside the bounds the project set for them
-    /// (median ≤ 1.15×, p99 ≤ 1.3×). Figures of an emulated guest, reported and not judged: the check only asks for the
-    /// samples. With `--also-touchd`, one more reader is that touchd, run and counted exactly as touchd is, and a
-    /// `filter-latency-other-touchd:` line per condition compares the two builds in the same boot; with
+    /// the second largest, of 200 the third) and touchd's ratios to the bare forwarder, beside the bounds the project
+    /// set for them (median ≤ 1.15×, p99 ≤ 1.3×). Figures of an emulated guest, reported and not judged: the check only
+    /// asks for the samples. With `--also-touchd`, one more reader is that touchd, run and counted exactly as touchd
+    /// is, and a `filter-latency-other-touchd:` line per condition compares the two builds in the same boot; with
     /// `--floor-driver-line`, a `filter-latency-floor-driver-line:` line per condition compares touchd with the
-    /// forwarder measured the earlier way (with the target idle the two forwarders' rounds are the same: their ratio
-    /// is the comparison's own noise in that boot).
+    /// forwarder measured the earlier way (with the target idle the two forwarders' rounds are the same: their ratio is
+    /// the comparison's own noise in that boot).
     private func measureLatency() throws(Abort) {
         typealias Reader = LatencyReader
         struct Round: Hashable {
