@@ -886,15 +886,15 @@ final class FilterRun {
     /// working 20 ms after each message) receiving an action for each touch-down: in touchd's rounds the tap lands on
     /// control `m`, whose touchDown touchd sends to `busy` after it forwarded the touch and the engine handled it; in
     /// the forwarder's rounds the forwarder sends `busy` the same line itself, right after its write of each frame that
-    /// begins a contact (floor-filter.c's second argument). So the target starts its work after each filter's own
-    /// write, never before, and what touchd does between its write and its send is touchd's own cost. Until 2026-12-05
-    /// the driver sent the forwarder's line, right after the panel's write, before the forwarder had read: the
-    /// forwarder's busy rounds then came out faster than its idle ones, and a touchd with nothing before its write
-    /// 1.10–1.15 busy against 0.99–1.06 idle (docs/performance.md, "The busy comparison, like for like").
-    /// `--floor-driver-line` measures that design too, as one more reader (`floor-driver-line`) in the same boot. In
-    /// the direct rounds, where no process of the project's runs, the driver sends the line right after the panel's
-    /// write. A `filter-latency-busy-line:` line gives each reader's median time from the panel's write to the target's
-    /// reading of its line. The idle and busy rounds alternate within each pass.
+    /// begins a contact (floor-filter.c's second argument; floor-filter-libinput.c's too). So the target starts its
+    /// work after each filter's own write, never before, and what touchd does between its write and its send is
+    /// touchd's own cost. Until 2026-12-05 the driver sent the forwarder's line, right after the panel's write, before
+    /// the forwarder had read: the forwarder's busy rounds then came out faster than its idle ones, and a touchd with
+    /// nothing before its write 1.10–1.15 busy against 0.99–1.06 idle (docs/performance.md, "The busy comparison, like
+    /// for like"). `--floor-driver-line` measures that design too, as one more reader (`floor-driver-line`) in the same
+    /// boot. In the direct rounds, where no process of the project's runs, the driver sends the line right after the
+    /// panel's write. A `filter-latency-busy-line:` line gives each reader's median time from the panel's write to the
+    /// target's reading of its line. The idle and busy rounds alternate within each pass.
     ///
     /// Prints a `filter-latency:` line per condition with each reader's median and p99 (nearest rank: of 100 samples
     /// the second largest, of 200 the third) and touchd's ratios to the bare forwarder, beside the bounds the project
@@ -1036,10 +1036,10 @@ final class FilterRun {
                         return "\(key)_p50_us=\(Percentiles(lineDelays[reader] ?? []).map { String($0.p50) } ?? "n/a")"
                     }.joined(separator: " ")
                     + " (from the panel's write to the busy target's reading of the line: touchd's action, the "
-                    + "forwarder's own line, the driver's for the other readers)")
+                    + "forwarders' own lines, the driver's for the other readers)")
         }
-        // Each reader that sends its own line (touchd's action, `--touchd`'s and `--also-touchd`'s; the forwarder's
-        // line) sends one per tap of its busy rounds.
+        // Each reader that sends its own line (touchd's action, `--touchd`'s and `--also-touchd`'s; the forwarders'
+        // lines) sends one per tap of its busy rounds.
         let sendingReaders = readers.count { $0.sendsItself }
         let expectedActions = busy == nil ? 0 : latencyPasses * Self.latencyTaps * sendingReaders
         record(
@@ -1064,7 +1064,7 @@ final class FilterRun {
         /// A touchd, started and counted as touchd is.
         var isTouchd: Bool { self == .touchd || self == .otherTouchd }
         /// Whether the reader's own process sends the busy target its line in the busy rounds (after its write).
-        var sendsItself: Bool { isTouchd || self == .floor }
+        var sendsItself: Bool { isTouchd || self == .floor || self == .libinputFloor }
     }
 
     /// Rounds per reader and condition (`--latency-passes`; the default 10 gives 100 samples per reader and
@@ -1108,7 +1108,7 @@ final class FilterRun {
             guard let path = reader == .libinputFloor ? options.floorFilterLibinput : options.floorFilter else {
                 return []
             }
-            // In its busy rounds the forwarder sends the busy target its line itself, after its write.
+            // In their busy rounds the forwarders send the busy target its line themselves, after their write.
             let arguments = [Self.panelName] + (isBusy && reader.sendsItself ? [busy?.path].compactMap { $0 } : [])
             let cursor = eventCursor
             floorFilter = try attempt { () throws(DriverError) in

@@ -3,9 +3,11 @@
 // of it with libevdev, and at each libinput touch frame writes the frame's changes to the twin in one write(2): slot,
 // tracking id, position in the panel's own units (libinput's transformed position scaled back onto the axis), then
 // BTN_TOUCH and SYN_REPORT. Nothing else: no mapping, no decisions. Beside floor-filter.c it says what reading through
-// libinput costs any forwarder in the test VM; what touchd takes beyond it is touchd's own work.
+// libinput costs any forwarder in the test VM; what touchd takes beyond it is touchd's own work. With BUSY-SOCKET (the
+// check's busy rounds) it sends that socket touchd's touchDown line after each write of a frame that began a contact,
+// as floor-filter.c does.
 //
-// usage: floor-filter-libinput PANEL-NAME   (built by tools/perf/floors; ends when its parent does)
+// usage: floor-filter-libinput PANEL-NAME [BUSY-SOCKET]   (built by tools/perf/floors; ends when its parent does)
 #include <errno.h>
 #include <fcntl.h>
 #include <libevdev/libevdev-uinput.h>
@@ -42,8 +44,8 @@ static void close_grabbed(int fd, void *data) {
 static const struct libinput_interface interface = {.open_restricted = open_grabbed, .close_restricted = close_grabbed};
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: floor-filter-libinput PANEL-NAME\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: floor-filter-libinput PANEL-NAME [BUSY-SOCKET]\n");
         return 2;
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -74,9 +76,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     int out = libevdev_uinput_get_fd(twin);
+    int target = argc == 3 ? connect_busy_target("floor-filter-libinput", argv[2]) : -1;
+    if (argc == 3 && target < 0) return 1;
     struct input_event frame[128];
     size_t count = 0;
     int down = 0;
+    int began = 0;
 #define APPEND(t, c, v)                                                                                                \
     do {                                                                                                               \
         if (count < sizeof frame / sizeof frame[0])                                                                    \
@@ -99,6 +104,7 @@ int main(int argc, char **argv) {
                     if (type == LIBINPUT_EVENT_TOUCH_DOWN) {
                         APPEND(EV_ABS, ABS_MT_TRACKING_ID, libinput_event_touch_get_seat_slot(touch) + 1);
                         down++;
+                        began = 1;
                     }
                     double vx = libinput_event_touch_get_x_transformed(touch, (uint32_t)(x->maximum - x->minimum + 1));
                     double vy = libinput_event_touch_get_y_transformed(touch, (uint32_t)(y->maximum - y->minimum + 1));
@@ -117,7 +123,9 @@ int main(int argc, char **argv) {
                         APPEND(EV_KEY, BTN_TOUCH, down > 0);
                         APPEND(EV_SYN, SYN_REPORT, 0);
                         if (write(out, frame, count * sizeof frame[0]) < 0) perror("floor-filter-libinput: write");
+                        if (began && target >= 0) send_busy_line("floor-filter-libinput", target);
                         count = 0;
+                        began = 0;
                     }
                     break;
                 default:

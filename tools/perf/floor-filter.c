@@ -19,8 +19,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "floor-panel.h"
@@ -50,21 +48,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     int out = libevdev_uinput_get_fd(twin);
-    int target = -1;
-    if (argc == 3) {
-        struct sockaddr_un address = {.sun_family = AF_UNIX};
-        if (strlen(argv[2]) >= sizeof address.sun_path) {
-            fprintf(stderr, "floor-filter: socket path too long: %s\n", argv[2]);
-            return 1;
-        }
-        strcpy(address.sun_path, argv[2]);
-        target = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (target < 0 || connect(target, (struct sockaddr *)&address, sizeof address) != 0) {
-            perror("floor-filter: connect to the busy target");
-            return 1;
-        }
-    }
-    static const char line[] = "{\"action\":\"m\",\"event\":\"touchDown\",\"target\":\"busy\"}\n";
+    int target = argc == 3 ? connect_busy_target("floor-filter", argv[2]) : -1;
+    if (argc == 3 && target < 0) return 1;
     struct pollfd waiting = {.fd = fd, .events = POLLIN};
     for (;;) {
         if (poll(&waiting, 1, -1) < 0) continue;
@@ -76,7 +61,7 @@ int main(int argc, char **argv) {
         if (target < 0) continue;
         for (size_t i = 0; i < (size_t)got / sizeof events[0]; i++) {
             if (events[i].type == EV_ABS && events[i].code == ABS_MT_TRACKING_ID && events[i].value >= 0) {
-                if (send(target, line, sizeof line - 1, MSG_NOSIGNAL) < 0) perror("floor-filter: send");
+                send_busy_line("floor-filter", target);
                 break;
             }
         }
