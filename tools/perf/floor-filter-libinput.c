@@ -4,7 +4,7 @@
 // tracking id, position in the panel's own units (libinput's transformed position scaled back onto the axis), then
 // BTN_TOUCH and SYN_REPORT. Nothing else: no mapping, no decisions. Beside floor-filter.c it says what reading through
 // libinput costs any forwarder in the test VM; what touchd takes beyond it is touchd's own work. With BUSY-SOCKET (the
-// check's busy rounds) it sends that socket touchd's touchDown line after each write of a frame that began a contact,
+// check's busy rounds) it sends that socket a touchDown line after each write of a frame that began a contact,
 // as floor-filter.c does.
 //
 // usage: floor-filter-libinput PANEL-NAME [BUSY-SOCKET]   (built by tools/perf/floors; ends when its parent does)

@@ -4,8 +4,8 @@
 // latency through it costs is what any filter process costs in the test VM; what touchd takes beyond it is its own.
 //
 // With BUSY-SOCKET (the latency check's rounds with the busy socket target), it also does what touchd's one action
-// does there, in the order touchd does it: after each write that began a contact, it sends the target touchd's
-// touchDown line on a stream connection made at start. So the target starts its work after the forwarder's write, as
+// does there, in the order touchd does it: after each write that began a contact, it sends the target a touchDown line
+// (floor-panel.h) on a stream connection made at start. So the target starts its work after the forwarder's write, as
 // it does after touchd's, and nothing of that comes before the write.
 //
 // usage: floor-filter PANEL-NAME [BUSY-SOCKET]   (built by tools/perf/floors; ends when its parent does)

@@ -14,7 +14,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-// touchd's touchDown line for control `m` of the check's busy configuration, as its action sends it.
+// A touchDown line for control `m` of the check's busy configuration (touchd's own message carries more fields, which
+// the target does not look at: it works the same after any line it reads).
 static const char busy_line[] = "{\"action\":\"m\",\"event\":\"touchDown\",\"target\":\"busy\"}\n";
 
 // A stream connection to the busy target at `path`; -1 (with a message naming `program`) when there is none.
