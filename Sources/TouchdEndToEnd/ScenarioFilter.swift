@@ -885,9 +885,9 @@ final class FilterRun {
     /// within a boot, and finer turns share the drift among the readers. Then the same with the busy target (`busy`,
     /// working 20 ms after each message) receiving an action for each touch-down: in touchd's rounds the tap lands on
     /// control `m`, whose touchDown touchd sends to `busy` after it forwarded the touch and the engine handled it; in
-    /// the forwarder's rounds the forwarder sends `busy` a touchDown line itself, right after its write of each frame that
-    /// begins a contact (floor-filter.c's second argument; floor-filter-libinput.c's too). So the target starts its
-    /// work after each filter's own write, never before, and what touchd does between its write and its send is
+    /// the forwarder's rounds the forwarder sends `busy` a touchDown line itself, right after its write of each frame
+    /// that begins a contact (floor-filter.c's second argument; floor-filter-libinput.c's too). So the target starts
+    /// its work after each filter's own write, never before, and what touchd does between its write and its send is
     /// touchd's own cost. Until 2026-12-05 the driver sent the forwarder's line, right after the panel's write, before
     /// the forwarder had read: the forwarder's busy rounds then came out faster than its idle ones, and a touchd with
     /// nothing before its write 1.10–1.15 busy against 0.99–1.06 idle (docs/performance.md, "The busy comparison, like
