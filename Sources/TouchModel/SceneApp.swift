@@ -275,51 +275,77 @@ public struct AppForecast: Hashable, Sendable {
     /// application gets; false when the scene must decide it.
     public func predict(_ frame: Frame, into records: inout [AppTouchRecord]) -> Bool {
         records.removeAll(keepingCapacity: true)
-        guard !frame.samples.isEmpty, frame.time >= now, validUntil.map({ frame.time < $0 }) ?? true else {
-            return false
-        }
-        let time = frame.time
+        guard !frame.samples.isEmpty, isCurrent(at: frame.time) else { return false }
         var began = 0
         var ended = false
         for (index, sample) in frame.samples.enumerated() {
             // A contact twice in one frame is not what the input layer gives: the scene decides.
-            guard !frame.samples[..<index].contains(where: { $0.contact == sample.contact }) else { return false }
-            switch sample.phase {
-            case .began:
-                guard !ended, began < newTouchRoom, !holdsEverywhere, let location = sample.location,
-                    location.isFinite, !contactsDown.contains(sample.contact),
-                    !holds.contains(where: { $0.contains(location) })
-                else { return false }
-                if contactsDown.isEmpty, began == 0, let before = newTouchesBefore, time >= before { return false }
-                let touch = nextTouch &+ UInt64(began)
-                records.append(
-                    AppTouchRecord(time: time, contact: sample.contact, touch: touch, phase: .down, location: location))
-                began += 1
-            case .moved:
-                guard let touch = continuing[sample.contact], let location = sample.location, location.isFinite
-                else { return false }
-                records.append(
-                    AppTouchRecord(
-                        time: time, contact: sample.contact, touch: touch.touch, phase: .move, location: location))
-            case .ended:
-                guard began == 0, let touch = continuing[sample.contact] else { return false }
-                ended = true
-                if let location = sample.location {
-                    guard location.isFinite else { return false }
-                    if location != touch.location {
-                        records.append(
-                            AppTouchRecord(
-                                time: time, contact: sample.contact, touch: touch.touch, phase: .move,
-                                location: location))
-                    }
-                }
-                records.append(
-                    AppTouchRecord(time: time, contact: sample.contact, touch: touch.touch, phase: .up, location: nil))
-            case .cancelled:
-                return false
-            }
+            guard !frame.samples[..<index].contains(where: { $0.contact == sample.contact }),
+                let made = self.records(for: sample, at: frame.time, began: began, ended: ended)
+            else { return false }
+            if let move = made.move { records.append(move) }
+            records.append(made.record)
+            if sample.phase == .began { began += 1 }
+            if sample.phase == .ended { ended = true }
         }
         return true
+    }
+
+    /// What the application gets from the frame that holds `sample` alone, at `time`, when that is certain and is one
+    /// record (a lift that also moved is two: nil): ``predict(_:into:)``'s decision, made without the frame or an
+    /// array. Filter mode's edge asks it for a frame that changes one contact, before anything else.
+    public func predict(_ sample: ContactSample, at time: Instant) -> AppTouchRecord? {
+        guard isCurrent(at: time), let made = records(for: sample, at: time, began: 0, ended: false), made.move == nil
+        else { return nil }
+        return made.record
+    }
+
+    /// Whether the forecast holds for a frame at `time`: not before the scene's time, nor at or after its next timer.
+    private func isCurrent(at time: Instant) -> Bool {
+        time >= now && validUntil.map({ time < $0 }) ?? true
+    }
+
+    /// What the application gets from one sample of a frame at `time` that `began` new touches and, when `ended`, a
+    /// lift before it: the record, and for a lift that moved, the move before it; nil when the scene must decide the
+    /// frame.
+    private func records(
+        for sample: ContactSample, at time: Instant, began: Int, ended: Bool
+    ) -> (move: AppTouchRecord?, record: AppTouchRecord)? {
+        switch sample.phase {
+        case .began:
+            guard !ended, began < newTouchRoom, !holdsEverywhere, let location = sample.location,
+                location.isFinite, !contactsDown.contains(sample.contact),
+                !holds.contains(where: { $0.contains(location) })
+            else { return nil }
+            if contactsDown.isEmpty, began == 0, let before = newTouchesBefore, time >= before { return nil }
+            let touch = nextTouch &+ UInt64(began)
+            return (
+                nil, AppTouchRecord(time: time, contact: sample.contact, touch: touch, phase: .down, location: location)
+            )
+        case .moved:
+            guard let touch = continuing[sample.contact], let location = sample.location, location.isFinite
+            else { return nil }
+            return (
+                nil,
+                AppTouchRecord(
+                    time: time, contact: sample.contact, touch: touch.touch, phase: .move, location: location)
+            )
+        case .ended:
+            guard began == 0, let touch = continuing[sample.contact] else { return nil }
+            var move: AppTouchRecord?
+            if let location = sample.location {
+                guard location.isFinite else { return nil }
+                if location != touch.location {
+                    move = AppTouchRecord(
+                        time: time, contact: sample.contact, touch: touch.touch, phase: .move, location: location)
+                }
+            }
+            return (
+                move, AppTouchRecord(time: time, contact: sample.contact, touch: touch.touch, phase: .up, location: nil)
+            )
+        case .cancelled:
+            return nil
+        }
     }
 }
 

@@ -15,6 +15,8 @@ struct AppForecastTests {
         var downs = 0
         var moves = 0
         var ups = 0
+        /// Frames of one sample forecast as such (``AppForecast/predict(_:at:)``).
+        var loneForecasts = 0
         var violations: [String] = []
         /// One forecast written over frame after frame, as the daemon keeps its edge's (``Scene/appForecast(into:)``).
         var kept = AppForecast.none
@@ -31,6 +33,15 @@ struct AppForecastTests {
                 violations.append("seed \(seed) step \(step): written over the last, the forecast is not a new one")
             }
             let predicted = kept.predict(frame)
+            // A frame of one sample: the edge's lone decision (no frame, no array) is the frame's when that is one
+            // record, and nothing otherwise.
+            if frame.samples.count == 1, let sample = frame.samples.first {
+                let lone = kept.predict(sample, at: frame.time)
+                if lone.map({ [$0] }) != (predicted?.count == 1 ? predicted : nil) {
+                    violations.append("seed \(seed) step \(step): one sample forecast \(String(describing: lone))")
+                }
+                if lone != nil { loneForecasts += 1 }
+            }
             let output = operation.run(on: &scene)
             guard let predicted else { return }
             forecast += 1
@@ -67,6 +78,7 @@ struct AppForecastTests {
         // decide: limits, restarts, cancels, lifts beside new touches, the control kept from the application).
         #expect(tally.forecast * 10 > tally.frames, "\(tally.forecast) of \(tally.frames) frames forecast")
         #expect(tally.downs > 500 && tally.moves > 500 && tally.ups > 500, "\(tally)")
+        #expect(tally.loneForecasts > 500, "\(tally)")
     }
 
     @Test("with random recognizers a forecast is what the app gets")
@@ -81,6 +93,7 @@ struct AppForecastTests {
         expectNoFailures(tally.violations, "wrong forecasts: ")
         // New touches too: beside recognizers with a region, or off an edge swipe's strip.
         #expect(tally.downs > 50 && tally.moves > 50 && tally.ups > 50, "\(tally)")
+        #expect(tally.loneForecasts > 50, "\(tally)")
     }
 
     @Test("nothing is forecast without an application, at or after a timer, or for a cancel")
