@@ -38,7 +38,11 @@ final class Twin {
     /// The slots: which touch holds each (nil: free).
     private var slots: [UInt64?]
     private var nextTrackingID: Int32 = 1
-    private var buffer: [input_event] = []
+    /// One frame's events, composed in place before its write: room for a frame of every slot changing, so that no
+    /// frame the application waits for allocates (grown in the unlikely case that a frame needs more).
+    private var events: UnsafeMutablePointer<input_event>
+    private var capacity: Int
+    private var used = 0
     /// Changes dropped because every slot was taken (cannot happen while the application limit is the panel's).
     private(set) var droppedChanges = 0
 
@@ -114,12 +118,13 @@ final class Twin {
         fd = libevdev_uinput_get_fd(created)
         devnode = libevdev_uinput_get_devnode(created).map { String(cString: $0) }
         slots = Array(repeating: nil, count: count)
-        // Room for a frame of every slot changing, so that no frame the application waits for grows it.
-        buffer.reserveCapacity(8 * max(count, 1) + 8)
+        capacity = 8 * max(count, 1) + 8
+        events = .allocate(capacity: capacity)
     }
 
     deinit {
         libevdev_uinput_destroy(uinput)
+        events.deallocate()
     }
 
     /// Whether any touch is down on the twin.
@@ -128,47 +133,65 @@ final class Twin {
     /// Writes one frame of changes (and, for palm cancels, the frame that frees their slots) in one write(2).
     /// Returns the errno of a failed write, or nil.
     func write(_ changes: [TwinChange]) -> Int32? {
-        buffer.removeAll(keepingCapacity: true)
+        used = 0
         var palmed: [Int] = []
-        for change in changes {
-            switch change.phase {
-            case .down:
-                guard let slot = freeSlot(preferring: change.slot) else {
-                    droppedChanges &+= 1
-                    continue
-                }
-                slots[slot] = change.touch
-                let id = nextTrackingID
-                nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
-                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-                // The tool type before the tracking id: libinput reads the slot's tool type when a contact begins,
-                // and a slot still marked PALM makes it ignore the whole contact.
-                append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
-                append(EV_ABS, ABS_MT_TRACKING_ID, id)
-                appendPosition(change)
-            case .move:
-                guard let slot = slots.firstIndex(of: change.touch) else { continue }
-                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-                appendPosition(change)
-            case .up:
-                guard let slot = slots.firstIndex(of: change.touch) else { continue }
-                slots[slot] = nil
-                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+        for change in changes { compose(change, palmed: &palmed) }
+        return finish(palmed: palmed)
+    }
+
+    /// ``write(_:)`` of a frame of one change, without an array of changes: filter mode's edge writes a frame that
+    /// changes one contact before anything else.
+    func write(_ change: TwinChange) -> Int32? {
+        used = 0
+        var palmed: [Int] = []
+        compose(change, palmed: &palmed)
+        return finish(palmed: palmed)
+    }
+
+    /// One change's events, appended to the frame's; a slot cancelled with a palm is added to `palmed`.
+    private func compose(_ change: TwinChange, palmed: inout [Int]) {
+        switch change.phase {
+        case .down:
+            guard let slot = freeSlot(preferring: change.slot) else {
+                droppedChanges &+= 1
+                return
+            }
+            slots[slot] = change.touch
+            let id = nextTrackingID
+            nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
+            append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+            // The tool type before the tracking id: libinput reads the slot's tool type when a contact begins, and a
+            // slot still marked PALM makes it ignore the whole contact.
+            append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
+            append(EV_ABS, ABS_MT_TRACKING_ID, id)
+            appendPosition(change)
+        case .move:
+            guard let slot = slots.firstIndex(of: change.touch) else { return }
+            append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+            appendPosition(change)
+        case .up:
+            guard let slot = slots.firstIndex(of: change.touch) else { return }
+            slots[slot] = nil
+            append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+            append(EV_ABS, ABS_MT_TRACKING_ID, -1)
+        case .cancel:
+            guard let slot = slots.firstIndex(of: change.touch) else { return }
+            slots[slot] = nil
+            append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+            switch cancelWith {
+            case .palm:
+                append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_PALM))
+                palmed.append(slot)
+            case .lift:
                 append(EV_ABS, ABS_MT_TRACKING_ID, -1)
-            case .cancel:
-                guard let slot = slots.firstIndex(of: change.touch) else { continue }
-                slots[slot] = nil
-                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-                switch cancelWith {
-                case .palm:
-                    append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_PALM))
-                    palmed.append(slot)
-                case .lift:
-                    append(EV_ABS, ABS_MT_TRACKING_ID, -1)
-                }
             }
         }
-        guard !buffer.isEmpty else { return nil }
+    }
+
+    /// Ends the composed frame (the palms' slots freed in a frame of their own, BTN_TOUCH, SYN_REPORT) and writes its
+    /// events in one write(2); the errno of a failed write, or nil (also when nothing was composed).
+    private func finish(palmed: [Int]) -> Int32? {
+        guard used > 0 else { return nil }
         if !palmed.isEmpty {
             // libinput cancels at the palm frame; the end of the contact follows in a frame of its own.
             append(EV_SYN, SYN_REPORT, 0)
@@ -180,20 +203,20 @@ final class Twin {
         }
         append(EV_KEY, BTN_TOUCH, hasTouchesDown ? 1 : 0)
         append(EV_SYN, SYN_REPORT, 0)
-        return buffer.withUnsafeBytes { bytes -> Int32? in
-            var offset = 0
-            while offset < bytes.count {
-                // uinput takes whole events; a short write ends on an event boundary.
-                let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                guard written > 0 else { return EIO }
-                offset += written
+        let bytes = UnsafeRawPointer(events)
+        let size = used * MemoryLayout<input_event>.stride
+        var offset = 0
+        while offset < size {
+            // uinput takes whole events; a short write ends on an event boundary.
+            let written = Glibc.write(fd, bytes + offset, size - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
             }
-            return nil
+            guard written > 0 else { return EIO }
+            offset += written
         }
+        return nil
     }
 
     private func freeSlot(preferring preferred: Int) -> Int? {
@@ -234,6 +257,15 @@ final class Twin {
     }
 
     private func append(_ type: Int32, _ code: Int32, _ value: Int32) {
-        buffer.append(input_event(time: timeval(), type: UInt16(type), code: UInt16(code), value: value))
+        if used == capacity {
+            let larger = UnsafeMutablePointer<input_event>.allocate(capacity: 2 * capacity)
+            larger.initialize(from: events, count: used)
+            events.deallocate()
+            events = larger
+            capacity *= 2
+        }
+        let event = input_event(time: timeval(), type: UInt16(type), code: UInt16(code), value: value)
+        (events + used).initialize(to: event)
+        used += 1
     }
 }
