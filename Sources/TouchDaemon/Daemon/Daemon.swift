@@ -220,26 +220,18 @@ final class Daemon {
                 let edge = entry.edge
                 // A frame handled before may have let go of it (in this wake-up's copy of the wait's list).
                 guard !edge.isRetired else { continue }
-                edge.read { frame in
-                    // What is certain to reach the application goes to the twin first; the engine then handles the
-                    // frame, and its scene makes what was written. The clocks come first unless the edge's forecast
-                    // is current and finds no contact down anywhere (a resume would cancel nothing, so the forecast
-                    // holds whatever the clocks say); then the forecast is made anew if a resume or the frame before
-                    // changed the engine: nothing when neither did.
-                    if clocksPending, forecastsStale || edge.forecast?.resumeCancelsNothing != true { checkClocks() }
-                    refreshForecasts()
-                    let first = edge.certain(of: frame)
-                    if let first {
-                        if let code = edge.forwardFirst(first) {
+                edge.read(prepare: { prepareToForward(edge) }) { frame, written in
+                    // What is certain to reach the application goes to the twin first: a frame that changes one
+                    // contact alone straight from the panel's events, before they were decoded (EdgePanel.read);
+                    // another from its decoded events. The engine then handles the frame, and its scene makes what
+                    // was written.
+                    var first = written?.frame
+                    if let code = written?.failure { forwardFailed(device: edge.device, errno: code) }
+                    if written == nil {
+                        prepareToForward(edge)
+                        first = edge.certain(of: frame)
+                        if let first, let code = edge.forwardFirst(first) {
                             forwardFailed(device: edge.device, errno: code)
-                        } else {
-                            // The write woke the application's reader (the compositor). A woken thread preempts
-                            // the running one only when it is behind it by more than the scheduler's wake-up
-                            // granularity (1 ms and up); both slept before this touch, so on touchd's CPU the
-                            // reader would wait for the rest of the frame, the engine's work and the actions. The
-                            // yield lets it run first; with nothing else runnable here it returns at once
-                            // (docs/kiosk.md, "Forward first"; docs/performance.md measures it).
-                            sched_yield()
                         }
                     }
                     // Before the engine handles the frame, whatever was written first.
@@ -298,6 +290,15 @@ final class Daemon {
             handOver()
             refreshForecasts()
         }
+    }
+
+    /// Before `edge` forwards a frame first: the clocks, unless the edge's forecast is current and finds no contact
+    /// down anywhere (a resume would cancel nothing, so the forecast holds whatever the clocks say; they are read after
+    /// the twin's write), then the forecasts made anew if a resume or the frame before changed the engine (nothing when
+    /// neither did).
+    private func prepareToForward(_ edge: EdgePanel) {
+        if clocksPending, forecastsStale || edge.forecast?.resumeCancelsNothing != true { checkClocks() }
+        refreshForecasts()
     }
 
     /// Reads the clocks for this wake-up (``wokeAt``) and checks for a suspend since the last (fault-cases.md P1).

@@ -1,3 +1,4 @@
+import CLibinput
 import TouchModel
 
 /// Runs a tap through a scratch engine before `READY=1`, so the first real tap does not pay for faulting in the code
@@ -74,11 +75,21 @@ enum TapPathWarmUp {
                 let codes =
                     down
                     ? [(Code.trackingID, 1), (Code.positionX, rawX), (Code.positionY, rawY)] : [(Code.trackingID, -1)]
+                // As EdgePanel.read: the raw frame asked first (one contact's change), then decoded.
+                let raw = codes.map { code, value in
+                    input_event(
+                        time: timeval(), type: UInt16(Code.absType), code: UInt16(code),
+                        value: Int32(clamping: value))
+                }
+                var forecast = engine.edgeForecast(for: device.id)
+                var first = decoder.loneChange(raw, at: time).flatMap { forecast?.twinChange(for: $0) }.map {
+                    TwinFrame(device: device.id, changes: [$0])
+                }
                 for (code, value) in codes {
                     decoder.decode(time: time, type: Code.absType, code: code, value: value, into: &events)
                 }
                 decoder.decode(time: time, type: Code.synType, code: Code.synReport, value: 0, into: &events)
-                let first = engine.edgeForecast(for: device.id)?.twinFrame(for: events)
+                if first == nil { first = forecast?.twinFrame(for: events) }
                 if first != nil { reached.forwardedFirst &+= 1 }
                 effects += engine.handle(events, now: now, forwardedFirst: first)
             }

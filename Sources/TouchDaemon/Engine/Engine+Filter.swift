@@ -382,19 +382,44 @@ struct EdgeForecast: Sendable {
         else { return nil }
         scratch.changes.removeAll(keepingCapacity: true)
         for record in scratch.records {
-            let position = record.location.flatMap { point -> (x: Double, y: Double)? in
-                switch twinSpace {
-                case .device: mapper.unmap(point)
-                case .output: OutputAxes.normalised(point, on: output)
-                }
-            }
-            scratch.changes.append(
-                TwinChange(
-                    touch: Engine.appTouch(record.touch, generation: generation), phase: record.phase,
-                    slot: record.phase == .down ? Self.slot(of: record.contact, in: events) : -1,
-                    x: position?.x, y: position?.y))
+            let slot = record.phase == .down ? Self.slot(of: record.contact, in: events) : -1
+            scratch.changes.append(change(for: record, slot: slot))
         }
         return TwinFrame(device: device, changes: scratch.changes)
+    }
+
+    /// The one change ``twinFrame(for:scratch:)`` makes of a frame that changes one contact alone, as the decoder
+    /// finds it in the panel's raw events before decoding them (``EvdevTouchDecoder/loneChange(_:at:)``): the same
+    /// decision, made without the frame's decoded events or any array, so that the edge writes it before it decodes
+    /// anything. Nil when not certain. The decoder's and the forecast's tests prove the two equal. `mutating` for the
+    /// reason ``twinFrame(for:scratch:)`` gives; it changes nothing.
+    mutating func twinChange(for lone: EvdevTouchDecoder.LoneChange) -> TwinChange? {
+        let sample: ContactSample
+        switch lone.kind {
+        case .down, .motion:
+            guard let x = lone.x, let y = lone.y, let point = mapper.map(x: x, y: y) else { return nil }
+            sample = lone.kind == .down ? .began(lone.seatSlot, at: point) : .moved(lone.seatSlot, to: point)
+        case .up:
+            sample = .ended(lone.seatSlot)
+        case .cancel, .frame:
+            return nil
+        }
+        guard let record = app.predict(sample, at: lone.time) else { return nil }
+        return change(for: record, slot: record.phase == .down ? lone.slot : -1)
+    }
+
+    /// The twin's change for what the application gets: its position in the twin's space, its number with the
+    /// generation, and `slot` (``TwinChange/slot``).
+    private func change(for record: AppTouchRecord, slot: Int) -> TwinChange {
+        let position = record.location.flatMap { point -> (x: Double, y: Double)? in
+            switch twinSpace {
+            case .device: mapper.unmap(point)
+            case .output: OutputAxes.normalised(point, on: output)
+            }
+        }
+        return TwinChange(
+            touch: Engine.appTouch(record.touch, generation: generation), phase: record.phase,
+            slot: slot, x: position?.x, y: position?.y)
     }
 
     /// The device's own slot of the contact that went down in `events` (−1: none).

@@ -87,11 +87,22 @@ final class EdgePanel {
         close(fd)
     }
 
+    /// What the edge wrote to the twin for a frame before decoding it (``read(prepare:_:)``): the changes, and the
+    /// errno of a failed write.
+    struct Written {
+        var frame: TwinFrame
+        var failure: Int32?
+    }
+
     /// Reads what the panel has and hands `frame` each frame's touch events as they are decoded (the touches of a
     /// SYN_REPORT, then its frame; or the loss of events), one frame at a time, so that each frame is forwarded and
     /// handled before the next is looked at. `frame` returns false to stop reading (the panel was let go of). Never
     /// blocks. After a failed read (the device went away) it reads nothing more: ``failure`` says why.
-    func read(_ frame: (inout [InputEvent]) -> Bool) {
+    ///
+    /// Before decoding a frame that this read holds whole, it calls `prepare` (which brings the forecast up to date)
+    /// and, when the frame changes one contact alone and the forecast is certain of it (``forwardLone(_:at:)``), writes
+    /// the twin's frame first; `frame` then gets what was written with the frame's events, nil when nothing was.
+    func read(prepare: () -> Void, _ frame: (inout [InputEvent], Written?) -> Bool) {
         guard failure == nil else { return }
         let size = buffer.count * MemoryLayout<input_event>.stride
         while true {
@@ -105,30 +116,68 @@ final class EdgePanel {
                 failure = ENODEV
                 return
             }
-            for index in 0..<(count / MemoryLayout<input_event>.stride) {
+            let events = count / MemoryLayout<input_event>.stride
+            // Where the next frame's events begin, and what was written of the frame being decoded.
+            var frameStart = 0
+            var written: Written?
+            for index in 0..<events {
+                if index == frameStart {
+                    written = nil
+                    if let end = reportIndex(from: index, before: events) {
+                        prepare()
+                        written = forwardLone(frameStart..<end, at: buffer[end].time)
+                    }
+                }
                 let event = buffer[index]
                 let time = Instant(microseconds: Self.microseconds(event.time))
                 decoder.decode(
                     time: time, type: Int(event.type), code: Int(event.code), value: Int(event.value), into: &decoded)
+                if event.type == EV_SYN && event.code == SYN_REPORT { frameStart = index + 1 }
                 if decoder.needsResynchronising {
                     // Events were lost (SYN_DROPPED) and the frame that ended it dropped: the kernel's slots now.
                     var slot: Int32 = 0
                     let current = touchd_evdev_abs_value(fd, UInt32(ABS_MT_SLOT), &slot) == 0 ? Int(slot) : nil
                     for resynchronised in decoder.resynchronise(kernelSlots(), slot: current, at: time) {
                         decoded = resynchronised
-                        let goesOn = frame(&decoded)
+                        let goesOn = frame(&decoded, nil)
                         decoded.removeAll(keepingCapacity: true)
                         if !goesOn { return }
                     }
                 }
                 guard !decoded.isEmpty else { continue }
-                let goesOn = frame(&decoded)
+                let goesOn = frame(&decoded, written)
+                written = nil
                 decoded.removeAll(keepingCapacity: true)
                 if !goesOn { return }
             }
             // A short read took everything there was: the wait says when more comes (it is level-triggered).
             if count < size { return }
         }
+    }
+
+    /// The index of the first SYN_REPORT at or after `start` in the buffer's first `count` events; nil when the frame
+    /// goes on past them.
+    private func reportIndex(from start: Int, before count: Int) -> Int? {
+        var index = start
+        while index < count {
+            if buffer[index].type == EV_SYN && buffer[index].code == SYN_REPORT { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Filter mode's first write for a frame that changes one contact alone (the common case: a finger goes down,
+    /// moves or lifts), straight from the raw events in `range`, before anything is decoded: the decoder says what
+    /// decoding will give (``EvdevTouchDecoder/loneChange(_:at:)``), the forecast what the application gets of it
+    /// (``EdgeForecast/twinChange(for:)``), the same change the decoded frame gives. Nil when either is unsure, and
+    /// nothing is written: the decoded frame then goes the usual way. Nothing before the write allocates.
+    private func forwardLone(_ range: Range<Int>, at reported: timeval) -> Written? {
+        guard forecast != nil else { return nil }
+        let time = Instant(microseconds: Self.microseconds(reported))
+        let lone = buffer.withUnsafeBufferPointer { decoder.loneChange($0[range], at: time) }
+        guard let lone, let change = forecast?.twinChange(for: lone) else { return nil }
+        let failure = forwarded(twin?.write(change))
+        return Written(frame: TwinFrame(device: device, changes: [change]), failure: failure)
     }
 
     /// touchd lets go of the panel: the contacts still down end with a cancel, for the engine (libinput reads the
@@ -151,7 +200,20 @@ final class EdgePanel {
     /// Writes what the forecast made certain of a frame to the twin, before the engine handles the frame; the errno
     /// of a failed write, nil when written (or let go of).
     func forwardFirst(_ frame: TwinFrame) -> Int32? {
-        twin?.write(frame.changes)
+        forwarded(twin?.write(frame.changes))
+    }
+
+    /// After a first write that ended in `failure` (nil: written): the CPU yielded when written.
+    private func forwarded(_ failure: Int32?) -> Int32? {
+        if failure == nil {
+            // The write woke the application's reader (the compositor). A woken thread preempts the running one only
+            // when it is behind it by more than the scheduler's wake-up granularity (1 ms and up); both slept before
+            // this touch, so on touchd's CPU the reader would wait for the rest of the frame, the engine's work and
+            // the actions. The yield lets it run first; with nothing else runnable here it returns at once
+            // (docs/kiosk.md, "Forward first"; docs/performance.md measures it).
+            sched_yield()
+        }
+        return failure
     }
 
     /// The panel's slots as the kernel holds them now, for the decoder's resync after lost events; empty when they
@@ -183,3 +245,5 @@ final class EdgePanel {
         return overflow || carry ? UInt64.max / 2 : sum
     }
 }
+
+extension input_event: RawEvdevEvent {}

@@ -226,6 +226,95 @@ struct EvdevTouchDecoder: Sendable {
         }
     }
 
+    /// What a frame does when it is one contact beginning, moving or lifting and nothing else the decoder would report
+    /// (``loneChange(_:at:)``): the touch event that decoding the frame gives before its frame event.
+    struct LoneChange: Hashable, Sendable {
+        var kind: TouchEvent.Kind
+        /// The device's slot and the seat slot, as ``decode(time:type:code:value:into:)`` numbers them.
+        var slot: Int
+        var seatSlot: Int
+        /// The position, normalised and calibrated as decoding gives it; nil for a lift.
+        var x: Double?
+        var y: Double?
+        var time: Instant
+    }
+
+    /// The one touch event that decoding `events` (one frame of a multitouch panel, without the SYN_REPORT that ends
+    /// it, which came at `time`) would report, when the frame changes exactly one slot and that change is a contact
+    /// beginning, moving or lifting; nil for anything else (a second slot, a palm, a slot out of range, a contact that
+    /// begins without a position, a lift that also moves, lost events, a frame begun in an earlier read). Reads the
+    /// decoder's state and changes nothing: the frame is decoded as always afterwards. Filter mode's edge asks it
+    /// before decoding, to forward a touch before anything else (``EdgePanel``); the decoder's tests prove it against
+    /// decoding.
+    func loneChange<Events: Sequence>(_ events: Events, at time: Instant) -> LoneChange?
+    where Events.Element: RawEvdevEvent {
+        // Whatever an earlier read of this frame changed would be reported with it.
+        guard multitouch, !droppingUntilReport, !needsResynchronising, changed == 0 else { return nil }
+        var current = currentSlot
+        var changing: Int?
+        var began = false
+        var ended = false
+        var moved = false
+        var x: Int?
+        var y: Int?
+        var finger = false
+        for event in events {
+            let type = Int(event.type)
+            let code = Int(event.code)
+            let value = Int(event.value)
+            if type == Code.synType { return nil }
+            guard type == Code.absType else { continue }
+            if code == Code.slot {
+                guard lowestSlot <= value, value <= highestSlot else { return nil }
+                current = value
+                continue
+            }
+            guard code == Code.trackingID || code == Code.positionX || code == Code.positionY || code == Code.toolType
+            else { continue }
+            guard let slot = current, changing == nil || changing == slot else { return nil }
+            changing = slot
+            switch code {
+            case Code.trackingID:
+                if value >= 0 {
+                    guard !began, !ended else { return nil }
+                    began = true
+                } else {
+                    guard !ended else { return nil }
+                    ended = true
+                }
+            case Code.positionX:
+                x = value
+                moved = true
+            case Code.positionY:
+                y = value
+                moved = true
+            default:
+                guard value != Code.palmTool else { return nil }
+                finger = true
+            }
+        }
+        guard let slot = changing else { return nil }
+        let state = slots[slot]
+        let palm = finger ? false : state.palm
+        let rawX = x ?? state.x
+        let rawY = y ?? state.y
+        let position = rawX.flatMap { x in rawY.flatMap { y in normalised(x, y) } }
+        if began {
+            guard !ended, !palm, !state.active, let position else { return nil }
+            return LoneChange(
+                kind: .down, slot: slot, seatSlot: seatSlotBase + slot, x: position.x, y: position.y, time: time)
+        }
+        guard state.active, !palm else { return nil }
+        if ended {
+            // A lift that also moves is decoded as a motion and a lift of the same contact.
+            guard !moved || position == nil else { return nil }
+            return LoneChange(kind: .up, slot: slot, seatSlot: seatSlotBase + slot, x: nil, y: nil, time: time)
+        }
+        guard moved, let position else { return nil }
+        return LoneChange(
+            kind: .motion, slot: slot, seatSlot: seatSlotBase + slot, x: position.x, y: position.y, time: time)
+    }
+
     /// One slot as the kernel holds it now (EVIOCGMTSLOTS): its contact's tracking id (−1: none), position and tool.
     struct KernelSlot: Hashable, Sendable {
         var trackingID: Int
@@ -389,4 +478,12 @@ struct EvdevTouchDecoder: Sendable {
     private func frame(_ time: Instant) -> InputEvent {
         .touch(TouchEvent(device: device, kind: .frame, seatSlot: -1, slot: -1, time: time.microseconds))
     }
+}
+
+/// One evdev event as the kernel hands it out (`struct input_event` without its time): what
+/// ``EvdevTouchDecoder/loneChange(_:at:)`` reads, straight from the edge's buffer.
+protocol RawEvdevEvent {
+    var type: UInt16 { get }
+    var code: UInt16 { get }
+    var value: Int32 { get }
 }
