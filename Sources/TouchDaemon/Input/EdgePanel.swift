@@ -176,7 +176,7 @@ final class EdgePanel {
         let time = Instant(microseconds: Self.microseconds(reported))
         let lone = buffer.withUnsafeBufferPointer { decoder.loneChange($0[range], at: time) }
         guard let lone, let change = forecast?.twinChange(for: lone) else { return nil }
-        let failure = forwarded(twin?.write(change))
+        let failure = forwarded(twin?.write(CollectionOfOne(change)))
         return Written(frame: TwinFrame(device: device, changes: [change]), failure: failure)
     }
 

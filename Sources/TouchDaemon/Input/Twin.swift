@@ -131,66 +131,49 @@ final class Twin {
     var hasTouchesDown: Bool { slots.contains { $0 != nil } }
 
     /// Writes one frame of changes (and, for palm cancels, the frame that frees their slots) in one write(2).
-    /// Returns the errno of a failed write, or nil.
-    func write(_ changes: [TwinChange]) -> Int32? {
+    /// Returns the errno of a failed write, or nil. Any sequence: filter mode's edge writes the one change of a frame
+    /// that changes one contact (`CollectionOfOne`) without making an array of it.
+    func write(_ changes: some Sequence<TwinChange>) -> Int32? {
         used = 0
         var palmed: [Int] = []
-        for change in changes { compose(change, palmed: &palmed) }
-        return finish(palmed: palmed)
-    }
-
-    /// ``write(_:)`` of a frame of one change, without an array of changes: filter mode's edge writes a frame that
-    /// changes one contact before anything else.
-    func write(_ change: TwinChange) -> Int32? {
-        used = 0
-        var palmed: [Int] = []
-        compose(change, palmed: &palmed)
-        return finish(palmed: palmed)
-    }
-
-    /// One change's events, appended to the frame's; a slot cancelled with a palm is added to `palmed`.
-    private func compose(_ change: TwinChange, palmed: inout [Int]) {
-        switch change.phase {
-        case .down:
-            guard let slot = freeSlot(preferring: change.slot) else {
-                droppedChanges &+= 1
-                return
-            }
-            slots[slot] = change.touch
-            let id = nextTrackingID
-            nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
-            append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-            // The tool type before the tracking id: libinput reads the slot's tool type when a contact begins, and a
-            // slot still marked PALM makes it ignore the whole contact.
-            append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
-            append(EV_ABS, ABS_MT_TRACKING_ID, id)
-            appendPosition(change)
-        case .move:
-            guard let slot = slots.firstIndex(of: change.touch) else { return }
-            append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-            appendPosition(change)
-        case .up:
-            guard let slot = slots.firstIndex(of: change.touch) else { return }
-            slots[slot] = nil
-            append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-            append(EV_ABS, ABS_MT_TRACKING_ID, -1)
-        case .cancel:
-            guard let slot = slots.firstIndex(of: change.touch) else { return }
-            slots[slot] = nil
-            append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-            switch cancelWith {
-            case .palm:
-                append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_PALM))
-                palmed.append(slot)
-            case .lift:
+        for change in changes {
+            switch change.phase {
+            case .down:
+                guard let slot = freeSlot(preferring: change.slot) else {
+                    droppedChanges &+= 1
+                    continue
+                }
+                slots[slot] = change.touch
+                let id = nextTrackingID
+                nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                // The tool type before the tracking id: libinput reads the slot's tool type when a contact begins,
+                // and a slot still marked PALM makes it ignore the whole contact.
+                append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
+                append(EV_ABS, ABS_MT_TRACKING_ID, id)
+                appendPosition(change)
+            case .move:
+                guard let slot = slots.firstIndex(of: change.touch) else { continue }
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                appendPosition(change)
+            case .up:
+                guard let slot = slots.firstIndex(of: change.touch) else { continue }
+                slots[slot] = nil
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
                 append(EV_ABS, ABS_MT_TRACKING_ID, -1)
+            case .cancel:
+                guard let slot = slots.firstIndex(of: change.touch) else { continue }
+                slots[slot] = nil
+                append(EV_ABS, ABS_MT_SLOT, Int32(slot))
+                switch cancelWith {
+                case .palm:
+                    append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_PALM))
+                    palmed.append(slot)
+                case .lift:
+                    append(EV_ABS, ABS_MT_TRACKING_ID, -1)
+                }
             }
         }
-    }
-
-    /// Ends the composed frame (the palms' slots freed in a frame of their own, BTN_TOUCH, SYN_REPORT) and writes its
-    /// events in one write(2); the errno of a failed write, or nil (also when nothing was composed).
-    private func finish(palmed: [Int]) -> Int32? {
         guard used > 0 else { return nil }
         if !palmed.isEmpty {
             // libinput cancels at the palm frame; the end of the contact follows in a frame of its own.
