@@ -44,7 +44,9 @@ struct Options: Equatable {
     /// forwarder, sends the busy target its line, right after the panel's write (ScenarioFilter.swift).
     var floorDriverLine = false
     /// With `filter`: the latency run's passes, each a round per reader and condition (ScenarioFilter.swift).
-    var latencyPasses = 10
+    var latencyPasses = Options.defaultLatencyPasses
+    /// What the global limit of a filter run allows for (main.swift gives each pass beyond these more time).
+    static let defaultLatencyPasses = 10
     /// With `compareLibinput`: fail when the ratio of the medians is above this (otherwise it is only reported).
     var maximumRatio: Double?
     /// Where the units to install are (the repository's systemd/ directory).
@@ -241,6 +243,16 @@ struct Options: Equatable {
             }
             return value
         }
+        /// The flag's value as a whole number in `range`; `unit` names what it counts in the error.
+        func wholeNumber(_ flag: String, in range: ClosedRange<Int>, of unit: String? = nil) throws(UsageError) -> Int {
+            let text = try value(for: flag)
+            guard let number = Int(text), range.contains(number) else {
+                let what = unit.map { "whole number of \($0)" } ?? "whole number"
+                throw UsageError(
+                    "\(flag) takes a \(what) from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            }
+            return number
+        }
         while let argument = remaining.popFirst() {
             switch argument {
             case "--touchd":
@@ -258,11 +270,7 @@ struct Options: Equatable {
                     options.touchd = directory + "/" + path
                 }
             case "--taps":
-                let text = try value(for: argument)
-                guard let taps = Int(text), (1...10000).contains(taps) else {
-                    throw UsageError("--taps takes a whole number from 1 to 10000, not '\(text)'")
-                }
-                options.taps = taps
+                options.taps = try wholeNumber(argument, in: 1...10000)
             case "--log-level":
                 let text = try value(for: argument)
                 let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -280,17 +288,9 @@ struct Options: Equatable {
             case "--compare-libinput": options.compareLibinput = true
             case "--startup-sweep": options.startupSweep = true
             case "--sweep-rounds":
-                let text = try value(for: argument)
-                guard let rounds = Int(text), (1...50).contains(rounds) else {
-                    throw UsageError("--sweep-rounds takes a whole number from 1 to 50, not '\(text)'")
-                }
-                options.sweepRounds = rounds
+                options.sweepRounds = try wholeNumber(argument, in: 1...50)
             case "--rounds":
-                let text = try value(for: argument)
-                guard let rounds = Int(text), (1...100).contains(rounds) else {
-                    throw UsageError("--rounds takes a whole number from 1 to 100, not '\(text)'")
-                }
-                options.rounds = rounds
+                options.rounds = try wholeNumber(argument, in: 1...100)
             case "--also-touchd": options.otherTouchd = try value(for: argument)
             case "--floor-reader": options.floorReader = try value(for: argument)
             case "--floor-daemon": options.floorDaemon = try value(for: argument)
@@ -298,11 +298,7 @@ struct Options: Equatable {
             case "--floor-filter-libinput": options.floorFilterLibinput = try value(for: argument)
             case "--floor-driver-line": options.floorDriverLine = true
             case "--latency-passes":
-                let text = try value(for: argument)
-                guard let passes = Int(text), (1...100).contains(passes) else {
-                    throw UsageError("--latency-passes takes a whole number from 1 to 100, not '\(text)'")
-                }
-                options.latencyPasses = passes
+                options.latencyPasses = try wholeNumber(argument, in: 1...100)
             case "--max-ratio":
                 let text = try value(for: argument)
                 guard let ratio = Double(text), ratio.isFinite, ratio > 0 else {
@@ -316,21 +312,11 @@ struct Options: Equatable {
             case "--yield-on-send": options.yieldOnSend = true
             case "--speech": options.speech = true
             case "--speechd-queue":
-                let text = try value(for: argument)
-                guard let samples = Int(text), (0...10_000_000).contains(samples) else {
-                    throw UsageError(
-                        "--speechd-queue takes a whole number of samples from 0 to 10000000, not '\(text)'")
-                }
-                options.speechQueueSamples = samples
+                options.speechQueueSamples = try wholeNumber(argument, in: 0...10_000_000, of: "samples")
             case "--speechd-trace": options.speechdTrace = true
             case "--cancel-reported": options.cancelReported = true
             case "--espeak-chunk":
-                let text = try value(for: argument)
-                guard let milliseconds = Int(text), (5...2_000).contains(milliseconds) else {
-                    throw UsageError(
-                        "--espeak-chunk takes a whole number of milliseconds from 5 to 2000, not '\(text)'")
-                }
-                options.espeakChunkMilliseconds = milliseconds
+                options.espeakChunkMilliseconds = try wholeNumber(argument, in: 5...2_000, of: "milliseconds")
             case "--module-pipe-bytes":
                 let text = try value(for: argument)
                 guard let bytes = Int(text), bytes == 0 || (4096...1_048_576).contains(bytes) else {

@@ -24,7 +24,8 @@ Watchdog.start(
         : options.startupSweep
             ? StartupSweep.limit(rounds: options.sweepRounds)
             : options.filter
-                ? 2 * Limits.global + Microseconds(max(0, options.latencyPasses - 10)) * 40_000_000
+                ? 2 * Limits.global + Microseconds(max(0, options.latencyPasses - Options.defaultLatencyPasses))
+                    * 40_000_000
                 : options.twinSpace || options.speech ? 2 * Limits.global : Limits.global)
 
 if options.selfTest {
