@@ -938,9 +938,10 @@ final class FilterRun {
                 // Every other pass in the reverse order: a drift within the pass then favours no reader.
                 for reader in pass.isMultiple(of: 2) ? readers : readers.reversed() {
                     let round = Round(reader: reader, busy: isBusy)
-                    let taken = try measureRound(
-                        reader, busy: isBusy, standIn: standIn, busyActions: { busyActions += $0 },
-                        lineDelays: { lineDelays[reader, default: []] += $0 })
+                    let measured = try measureRound(reader, busy: isBusy, standIn: standIn)
+                    let taken = measured.latencies
+                    busyActions += measured.busyActions
+                    lineDelays[reader, default: []] += measured.lineDelays
                     // The round's first touch on its own (see above); the rest are the samples.
                     let rest = Array(taken.dropFirst())
                     if let first = taken.first { firstTouches[round, default: []].append(first) }
@@ -1078,15 +1079,21 @@ final class FilterRun {
     private static let medianBound = 1.15
     private static let p99Bound = 1.3
 
+    /// What one round of the latency run measured.
+    private struct MeasuredRound {
+        /// Each tap's latency in µs, from the panel's write to the reader's TOUCH_DOWN line.
+        var latencies: [Int64] = []
+        /// How many touchDown lines the reader's own process (touchd, the forwarder) sent the busy target.
+        var busyActions = 0
+        /// When each tap's line (whoever sent it) reached the busy target after the panel's write, in µs.
+        var lineDelays: [Int64] = []
+    }
+
     /// One round of the latency run: `reader` fresh (touchd started with the configuration `busy` asks for, or the
-    /// floor filter started, or both stopped), ``latencyTaps`` taps at (500, 500); returns their latencies in µs.
-    /// `busyActions` is told how many touchDown lines the reader's own process (touchd, the forwarder) sent the busy
-    /// target in the round, and `lineDelays` when each tap's line (whoever sent it) reached the target after the
-    /// panel's write.
+    /// floor filter started, or both stopped), ``latencyTaps`` taps at (500, 500).
     private func measureRound(
-        _ reader: LatencyReader, busy isBusy: Bool, standIn: Int32, busyActions: (Int) -> Void,
-        lineDelays: ([Int64]) -> Void
-    ) throws(Abort) -> [Int64] {
+        _ reader: LatencyReader, busy isBusy: Bool, standIn: Int32
+    ) throws(Abort) -> MeasuredRound {
         var floorFilter: Daemon?
         defer { floorFilter?.killAndReap() }
         if daemon?.exitStatus == nil {
@@ -1106,7 +1113,7 @@ final class FilterRun {
             try findTwin(from: cursor)
         case .floor, .libinputFloor, .floorDriverLine:
             guard let path = reader == .libinputFloor ? options.floorFilterLibinput : options.floorFilter else {
-                return []
+                return MeasuredRound()
             }
             // In their busy rounds the forwarders send the busy target its line themselves, after their write.
             let arguments = [Self.panelName] + (isBusy && reader.sendsItself ? [busy?.path].compactMap { $0 } : [])
@@ -1125,7 +1132,7 @@ final class FilterRun {
         let sendsItself = reader.sendsItself
         let actionsBefore = busy?.inbox.count ?? 0
         sleep(microseconds: 300_000)
-        var latencies: [Int64] = []
+        var round = MeasuredRound()
         var writes: [Int64] = []
         for _ in 0..<Self.latencyTaps {
             let cursor = eventCursor
@@ -1138,7 +1145,7 @@ final class FilterRun {
                 }
             }
             if let down = waitTouches(from: cursor, source, "TOUCH_DOWN", count: 1)?.first {
-                latencies.append(Int64(down.arrival) - Int64(timing.beforeReport))
+                round.latencies.append(Int64(down.arrival) - Int64(timing.beforeReport))
             }
             sleep(microseconds: 30_000)
             try write([.up(slot: 0)])
@@ -1146,18 +1153,16 @@ final class FilterRun {
         }
         if isBusy, let busy {
             let lines = busy.inbox.since(actionsBefore).filter { $0.action == "m" && $0.event == "touchDown" }
-            if sendsItself { busyActions(lines.count) }
+            if sendsItself { round.busyActions = lines.count }
             // Each tap's line: the first to arrive after its write and before the next tap's.
-            var delays: [Int64] = []
             for (index, written) in writes.enumerated() {
                 let next = index + 1 < writes.count ? writes[index + 1] : Int64.max
                 if let line = lines.first(where: { Int64($0.arrival) >= written && Int64($0.arrival) < next }) {
-                    delays.append(Int64(line.arrival) - written)
+                    round.lineDelays.append(Int64(line.arrival) - written)
                 }
             }
-            lineDelays(delays)
         }
-        return latencies
+        return round
     }
 
     private func format(_ value: Double) -> String {
