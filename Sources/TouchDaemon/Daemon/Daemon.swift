@@ -235,7 +235,7 @@ final class Daemon {
                         }
                     }
                     // Before the engine handles the frame, whatever was written first.
-                    if clocksPending { checkClocks() }
+                    checkClocks()
                     engine.handle(taking: &frame, now: wokeAt, into: &effects, forwardedFirst: first)
                     perform(taking: &effects)
                     handOver()
@@ -243,7 +243,7 @@ final class Daemon {
                 }
                 if let failure = edge.failure { edgeFailed(edge.device, errno: failure) }
             }
-            if clocksPending { checkClocks() }
+            checkClocks()
             if ready.contains(1) {
                 var stop = false
                 var reload = false
@@ -301,8 +301,10 @@ final class Daemon {
         refreshForecasts()
     }
 
-    /// Reads the clocks for this wake-up (``wokeAt``) and checks for a suspend since the last (fault-cases.md P1).
+    /// Reads the clocks for this wake-up (``wokeAt``) and checks for a suspend since the last (fault-cases.md P1), once:
+    /// nothing when they were read since the wake-up.
     private func checkClocks() {
+        guard clocksPending else { return }
         clocksPending = false
         wokeAt = monotonicMicroseconds()
         if let asleep = suspendWatch.check(monotonic: wokeAt, boottime: boottimeMicroseconds()) {
