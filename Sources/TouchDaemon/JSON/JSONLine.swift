@@ -9,8 +9,10 @@ struct JSONLine {
     private var empty = true
 
     init() {
-        text = [UInt8(ascii: "{")]
+        // Room first, then the brace: an array literal would be one more allocation, copied at once.
+        text = []
         text.reserveCapacity(192)
+        text.append(UInt8(ascii: "{"))
     }
 
     mutating func add(_ key: String, _ value: String?) {
@@ -20,7 +22,7 @@ struct JSONLine {
 
     mutating func add(_ key: String, _ value: Int) {
         separate(key)
-        text += String(value).utf8
+        JSONLine.appendInteger(value, to: &text)
     }
 
     mutating func add(_ key: String, _ value: Bool) {
@@ -31,7 +33,7 @@ struct JSONLine {
     /// A finite number, printed without a fraction when it is whole; null otherwise.
     mutating func add(_ key: String, _ value: Double) {
         separate(key)
-        text += JSONLine.number(value).utf8
+        JSONLine.appendNumber(value, to: &text)
     }
 
     /// Microseconds as milliseconds: whole when exact, else with three decimals.
@@ -92,9 +94,46 @@ struct JSONLine {
 
     /// A finite number as JSON (whole numbers without a fraction), else `null`.
     static func number(_ value: Double) -> String {
-        guard value.isFinite else { return "null" }
-        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
-        return "\(value)"
+        var bytes: [UInt8] = []
+        appendNumber(value, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// ``number(_:)`` written straight into `text`: a whole number's digits without a `String` made for them (a
+    /// socket target's message carries the touch's coordinates).
+    static func appendNumber(_ value: Double, to text: inout [UInt8]) {
+        guard value.isFinite else {
+            text += "null".utf8
+            return
+        }
+        // Below 1e15 in magnitude a whole Double converts to Int exactly.
+        if value == value.rounded(), abs(value) < 1e15 {
+            appendInteger(Int(value), to: &text)
+        } else {
+            text += "\(value)".utf8
+        }
+    }
+
+    /// `value` in decimal, written straight into `text`: a socket target's message has four or five integers, and
+    /// making a `String` of each cost more, in the test guest, than the rest of the message.
+    static func appendInteger(_ value: Int, to text: inout [UInt8]) {
+        if value < 0 { text.append(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        var digits = 1
+        var power: UInt = 10
+        // Up to 20 digits: `power` stops before it would overflow.
+        while digits < 20, rest >= power {
+            digits += 1
+            power &*= 10
+        }
+        let start = text.count
+        for _ in 0..<digits { text.append(UInt8(ascii: "0")) }
+        var index = start + digits
+        repeat {
+            index -= 1
+            text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        } while rest > 0
     }
 
     static func appendString(_ value: String, to text: inout String) {
