@@ -52,19 +52,33 @@ struct Executors: Sendable {
         for executor in all { executor.configure(configuration) }
     }
 
-    /// Hands each executor its deliveries, one call each, in the order they came: socket targets first, since their
-    /// messages are what a kiosk app waits for.
-    func submit(_ deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)]) {
-        var socket: [ActionDelivery] = []
-        var exec: [ActionDelivery] = []
-        for (delivery, executor) in deliveries {
+    /// One batch's deliveries, filed by executor as they come (in their order within each), so that the hand-over
+    /// splits nothing: it runs between a tap and its message.
+    struct Batch {
+        var sockets: [ActionDelivery] = []
+        var commands: [ActionDelivery] = []
+
+        mutating func append(_ delivery: consuming ActionDelivery, for executor: ExecutorKind) {
             switch executor {
-            case .socket: socket.append(delivery)
-            case .exec: exec.append(delivery)
+            case .socket: sockets.append(delivery)
+            case .exec: commands.append(delivery)
             }
         }
-        if !socket.isEmpty { sockets.submit(socket) }
-        if !exec.isEmpty { commands.submit(exec) }
+
+        var isEmpty: Bool { sockets.isEmpty && commands.isEmpty }
+
+        /// Empties it with its room kept, for the next batch.
+        mutating func removeAllKeepingCapacity() {
+            sockets.removeAll(keepingCapacity: true)
+            commands.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Hands each executor its deliveries, one call each: socket targets first, since their messages are what a
+    /// kiosk app waits for.
+    func submit(_ batch: Batch) {
+        if !batch.sockets.isEmpty { sockets.submit(batch.sockets) }
+        if !batch.commands.isEmpty { commands.submit(batch.commands) }
     }
 
     /// Stops them in the workers' order (``WorkerGroup``), for `touchd simulate --execute`, which has no control

@@ -115,7 +115,7 @@ struct Simulate: ParsableCommand {
         }
         simulation.run(played, screen: printScreen) { effects in
             // The engine's deliveries, exactly as touchd run hands them to its executors.
-            var deliveries: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
+            var deliveries = Executors.Batch()
             for effect in effects {
                 switch effect {
                 case .output(let output, let time):
@@ -138,7 +138,7 @@ struct Simulate: ParsableCommand {
                     wait(until: time)
                     print(Simulation.render(speechMode: on, at: time))
                     fflush(nil)
-                case .deliver(let delivery, let executor, _): deliveries.append((delivery, executor))
+                case .deliver(let delivery, let executor, _): deliveries.append(delivery, for: executor)
                 case .log(_, let message, let metadata): note(message, metadata)
                 case .control, .notify, .configureExecutors, .filterDevices, .forward, .reloadConfiguration: break
                 }

@@ -53,7 +53,7 @@ final class Daemon {
     /// Whether this wake-up's clocks are still to be read (``checkClocks()``).
     private var clocksPending = false
     /// Deliveries of the current batch for socket targets and for commands, handed over together by ``handOver()``.
-    private var outbox: [(delivery: ActionDelivery, executor: ExecutorKind)] = []
+    private var outbox = Executors.Batch()
     /// The libinput times of the batch's deliveries that input caused, for the processing-time figures.
     private var inputTimes: [UInt64] = []
     private var nextWatchdog: UInt64?
@@ -475,7 +475,7 @@ final class Daemon {
     private func file(_ delivery: consuming ActionDelivery, to executor: ExecutorKind, fromInput: Bool) {
         // The time first: then the delivery's last use is the append, which takes it without a copy.
         if fromInput { inputTimes.append(delivery.timeMicroseconds) }
-        outbox.append((delivery, executor))
+        outbox.append(delivery, for: executor)
     }
 
     /// Hands the batch's deliveries to the socket sender and the command runner, one call each (neither blocks), and
@@ -484,7 +484,7 @@ final class Daemon {
     /// is read after the hand-over (in the emulated test guest a clock read is a syscall and a device read).
     private func handOver() {
         if !outbox.isEmpty {
-            let lowered = outbox.contains { $0.executor == .socket } && sendYield.lower()
+            let lowered = !outbox.sockets.isEmpty && sendYield.lower()
             executors.submit(outbox)
             if lowered { restoreAfterSend() }
             outbox.removeAllKeepingCapacity()
