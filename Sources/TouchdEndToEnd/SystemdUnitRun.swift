@@ -116,7 +116,8 @@ final class SystemdUnitRun {
                 atPath: (yieldDropIn as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try writeFile(
                 yieldDropIn,
-                "[Service]\nExecStart=\nExecStart=\(UnitPaths.binary) run --config \(UnitPaths.config) --yield-on-send\n")
+                "[Service]\nExecStart=\nExecStart=\(UnitPaths.binary) run --config \(UnitPaths.config) --yield-on-send\n"
+            )
         } catch {
             report.record(.installed, "cannot write \(yieldDropIn): \(error)")
             throw Abort("installing failed")

@@ -43,7 +43,9 @@ extension SystemdUnitRun {
         let recorder = try attempt { () throws(DriverError) in
             try Daemon(
                 executable: "/usr/bin/arecord",
-                arguments: ["-q", "-D", "hw:Loopback,1,0", "-f", "S16_LE", "-r", "48000", "-c", "2", "-d", "4", capture],
+                arguments: [
+                    "-q", "-D", "hw:Loopback,1,0", "-f", "S16_LE", "-r", "48000", "-c", "2", "-d", "4", capture,
+                ],
                 environment: [:], echoPrefix: verbose ? "arecord| " : nil, published: false)
         }
         sleep(microseconds: 700_000)

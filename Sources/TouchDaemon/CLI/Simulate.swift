@@ -89,7 +89,8 @@ struct Simulate: ParsableCommand {
         let logger = Run.makeLogger(level: .info)
         // Children's standard output and error go to simulate's standard error, apart from the JSON lines.
         let executors = Executors(
-            sockets: SocketTargetSender(logger: logger), commands: CommandRunner(logger: logger, output: .standardError))
+            sockets: SocketTargetSender(logger: logger), commands: CommandRunner(logger: logger, output: .standardError)
+        )
         do {
             try WorkerGroup(control: nil, executors: executors).start()
         } catch {

@@ -44,7 +44,9 @@ final class HeadphoneJack {
         defer { closedir(listing) }
         var names: [String] = []
         while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if name.hasPrefix("event") { names.append(name) }
         }
         for name in names.sorted() {

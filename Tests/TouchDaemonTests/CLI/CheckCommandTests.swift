@@ -86,7 +86,8 @@ struct CheckCommandTests {
     func simulateStandardInput() throws {
         let config = TestSupport.packageRoot.appendingPathComponent("config/ticket-machine.toml").path
         let script = TestSupport.packageRoot.appendingPathComponent("examples/ticket-machine.touch")
-        let run = try TouchdProcess.run(["simulate", "--config", config, "-"], standardInput: try Data(contentsOf: script))
+        let run = try TouchdProcess.run(
+            ["simulate", "--config", config, "-"], standardInput: try Data(contentsOf: script))
         #expect(run.status == 0)
         #expect(run.standardError == "")
         #expect(

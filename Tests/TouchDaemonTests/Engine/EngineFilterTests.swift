@@ -72,7 +72,8 @@ struct EngineFilterTests {
             (EngineHarness.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))
         ])
         #expect(
-            EngineHarness.statuses(effects).last?.contains("not filtered: panel (another process has grabbed it") == true)
+            EngineHarness.statuses(effects).last?.contains("not filtered: panel (another process has grabbed it")
+                == true)
         #expect(Self.frames(driver.tap(at: 500, 500)).isEmpty)
         #expect(driver.engine.status.contains("not filtered"))
     }
@@ -82,7 +83,9 @@ struct EngineFilterTests {
         var driver = try EngineHarness.Driver(Self.configuration())
         _ = driver.plug(1)
         let waiting = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .waiting(contacts: 1))])
-        #expect(EngineHarness.statuses(waiting).last?.contains("waiting for contacts to lift before filtering: panel") == true)
+        #expect(
+            EngineHarness.statuses(waiting).last?.contains("waiting for contacts to lift before filtering: panel")
+                == true)
         #expect(driver.engine.filterWaits)
         // The touch that was down reaches the application directly, so nothing is forwarded while the grab waits.
         #expect(Self.frames(driver.tap(at: 500, 500)).isEmpty)
@@ -189,7 +192,9 @@ struct EngineFilterTests {
     func reloadRetriesRefused() throws {
         var driver = try EngineHarness.Driver(Self.configuration())
         _ = driver.plug(1)
-        _ = driver.engine.filterApplied([(EngineHarness.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))])
+        _ = driver.engine.filterApplied([
+            (EngineHarness.Driver.device(1), .refused("another process has grabbed it (EBUSY)"))
+        ])
         let effects = driver.engine.reload(
             .loaded(try EngineHarness.load(Self.configuration())), path: "engine.toml", now: driver.now)
         #expect(Self.plans(effects) == [[1]])

@@ -160,7 +160,8 @@ struct EngineLiveTests {
         _ = driver.plug(1)
         let subscribed = driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["contact"])), client: 9)
         #expect(
-            EngineHarness.logs(subscribed, at: .notice) == ["control client watches live contacts (positions included)"])
+            EngineHarness.logs(subscribed, at: .notice) == ["control client watches live contacts (positions included)"]
+        )
         #expect(driver.engine.subscriptions.contactRecipients == [9])
 
         // A tap on a control.

@@ -127,7 +127,8 @@ struct EngineSpeechTests {
         var effects: [Effect] = []
 
         /// `reportsEnds`: the server tells when each utterance ends, as speech-dispatcher does for `touchd run`.
-        init(_ text: String = EngineSpeechTests.configuration, available: Bool = true, reportsEnds: Bool = false) throws {
+        init(_ text: String = EngineSpeechTests.configuration, available: Bool = true, reportsEnds: Bool = false) throws
+        {
             let configuration = try EngineHarness.load(text)
             engine = Engine(configuration: configuration, scene: try configuration.makeScene(), observesOutput: true)
             if available { effects += engine.speechAvailability(true, reportsEnds: reportsEnds, now: 0) }

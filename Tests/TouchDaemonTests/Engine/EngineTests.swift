@@ -37,7 +37,10 @@ struct EngineTests {
         #expect(first.x == 200 && first.y == 200)
         #expect(first.generation == 1)
         #expect(first.timeMicroseconds == driver.now - 50_000)
-        #expect(effects.allSatisfy { if case .deliver(_, .socket, true) = $0 { true } else { !EngineHarness.isDelivery($0) } })
+        #expect(
+            effects.allSatisfy {
+                if case .deliver(_, .socket, true) = $0 { true } else { !EngineHarness.isDelivery($0) }
+            })
         #expect(driver.engine.statistics.frames == 2)
         #expect(driver.engine.statistics.actions == 2)
     }
@@ -77,7 +80,8 @@ struct EngineTests {
         let effects =
             driver.frame([.down(0, 200, 200), .down(1, 700, 200)]) + driver.frame([.up(1)])
             + driver.frame([.up(0)])
-        #expect(EngineHarness.deliveries(effects) == ["a:touchDown", "b:touchDown", "b:touchUpInside", "a:touchUpInside"])
+        #expect(
+            EngineHarness.deliveries(effects) == ["a:touchDown", "b:touchDown", "b:touchUpInside", "a:touchUpInside"])
         #expect(EngineHarness.deliveryValues(effects).map(\.contact) == [0, 1, 1, 0])
     }
 
@@ -146,7 +150,8 @@ struct EngineTests {
         // A contact is down on `a` when the new file is taken: it ends in the old layout, before the executors change.
         _ = driver.frame([.down(0, 200, 200)])
         let taken = driver.engine.reload(
-            .loaded(try EngineHarness.load(EngineHarness.configuration(actionForA: "a2"))), path: "x.toml", now: driver.now)
+            .loaded(try EngineHarness.load(EngineHarness.configuration(actionForA: "a2"))), path: "x.toml",
+            now: driver.now)
         let cancel = try #require(taken.firstIndex { if case .deliver = $0 { true } else { false } })
         let configure = try #require(taken.firstIndex { if case .configureExecutors = $0 { true } else { false } })
         #expect(cancel < configure)
@@ -220,7 +225,8 @@ struct EngineTests {
         _ = driver.request(.set(control: "a", enabled: false, selected: nil, value: nil))
         _ = driver.request(.set(control: "v", enabled: nil, selected: nil, value: 90))
         _ = driver.request(.screen("other"))
-        let reloaded = driver.engine.reload(.loaded(try EngineHarness.load(Self.screens())), path: "x.toml", now: driver.now)
+        let reloaded = driver.engine.reload(
+            .loaded(try EngineHarness.load(Self.screens())), path: "x.toml", now: driver.now)
         #expect(EngineHarness.logs(reloaded, at: .info).contains("control state carried over the reload"))
         #expect(driver.engine.scene.activeScreen == "other")
         #expect(driver.engine.scene.control("a")?.isEnabled == false)
@@ -332,7 +338,8 @@ struct EngineTests {
         #expect(error.message == "no screen called 'nowhere'")
 
         // A subscriber is a weak target: b's events reach it as control events, not as deliveries.
-        let subscribed = EngineHarness.responses(driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["control"]))))
+        let subscribed = EngineHarness.responses(
+            driver.request(.subscribe(ControlSubscriptionFilter(kinds: ["control"]))))
         guard case .subscribed? = subscribed.first else {
             Issue.record("not subscribed: \(subscribed)")
             return

@@ -24,9 +24,12 @@ struct RecordingHardeningTests {
     func touchWithoutPosition() throws {
         let unplaced: [[Int]] = [[0, 0, 3, 47, 0], [0, 0, 3, 57, 3], [0, 0, 1, 330, 1], [0, 0, 0, 0, 0]]
         let lift: [[Int]] = [[0, 30_000, 3, 57, -1], [0, 30_000, 1, 330, 0], [0, 30_000, 0, 0, 0]]
-        let text = RecordingFixture.recording(RecordingFixture.device(node: 4, frames: [unplaced, lift] + [RecordingFixture.tap(slot: 0, second: 1)]))
+        let text = RecordingFixture.recording(
+            RecordingFixture.device(node: 4, frames: [unplaced, lift] + [RecordingFixture.tap(slot: 0, second: 1)]))
         var notes: [String] = []
-        let frames = try LibinputRecording.frames(from: text, output: RecordingFixture.output, noted: { notes.append($0) }).get()
+        let frames = try LibinputRecording.frames(
+            from: text, output: RecordingFixture.output, noted: { notes.append($0) }
+        ).get()
         #expect(frames.map(\.samples.count) == [1])
         #expect(frames.first?.time == .milliseconds(1000))
         #expect(notes.count == 1)
@@ -59,8 +62,11 @@ struct RecordingHardeningTests {
             [[2, 50000, 3, 57, -1], [2, 50000, 0, 0, 0]],
         ]
         let text = RecordingFixture.recording(
-            RecordingFixture.device(node: 0, frames: [RecordingFixture.tap(slot: 0)]), RecordingFixture.device(node: 1, frames: frames))
-        let result = try LibinputRecording.frames(from: text, output: RecordingFixture.output, noted: { notes.append($0) }).get()
+            RecordingFixture.device(node: 0, frames: [RecordingFixture.tap(slot: 0)]),
+            RecordingFixture.device(node: 1, frames: frames))
+        let result = try LibinputRecording.frames(
+            from: text, output: RecordingFixture.output, noted: { notes.append($0) }
+        ).get()
         // Device 0's touch (contact 0, never lifted) and device 1's slot 2 (contact 1002), nothing of slots 10 and
         // 2^31−1.
         #expect(
@@ -76,15 +82,19 @@ struct RecordingHardeningTests {
     func slotCap() throws {
         var notes: [String] = []
         let text = RecordingFixture.recording(
-            RecordingFixture.device(node: 0, slots: 1_000_000, frames: [RecordingFixture.tap(slot: 63), RecordingFixture.tap(slot: 64)]))
-        let result = try LibinputRecording.frames(from: text, output: RecordingFixture.output, noted: { notes.append($0) }).get()
+            RecordingFixture.device(
+                node: 0, slots: 1_000_000, frames: [RecordingFixture.tap(slot: 63), RecordingFixture.tap(slot: 64)]))
+        let result = try LibinputRecording.frames(
+            from: text, output: RecordingFixture.output, noted: { notes.append($0) }
+        ).get()
         #expect(result.map(\.samples) == [[.began(63, at: Point(x: 240, y: 135))]])
         #expect(notes == ["device 0: 4 events for slots outside 0…63 were ignored (the first for slot 64)"])
     }
 
     @Test("an axis whose minimum equals its maximum makes no touch device, and divides nothing by zero")
     func flatAxis() throws {
-        let text = RecordingFixture.recording(RecordingFixture.device(node: 0, axisMaximum: 0, frames: [RecordingFixture.tap(slot: 0)]))
+        let text = RecordingFixture.recording(
+            RecordingFixture.device(node: 0, axisMaximum: 0, frames: [RecordingFixture.tap(slot: 0)]))
         #expect(try LibinputRecording.frames(from: text, output: RecordingFixture.output).get().isEmpty)
     }
 
@@ -106,7 +116,8 @@ struct RecordingHardeningTests {
 
     @Test("an axis range wider than 32 bits is refused")
     func wideAxis() {
-        let text = RecordingFixture.recording(RecordingFixture.device(node: 0, axisMaximum: Int.max, frames: [RecordingFixture.tap(slot: 0)]))
+        let text = RecordingFixture.recording(
+            RecordingFixture.device(node: 0, axisMaximum: Int.max, frames: [RecordingFixture.tap(slot: 0)]))
         #expect(
             Self.failure(text)
                 == "device 0: absinfo 53 has minimum 0 and maximum 9223372036854775807; evdev's values are 32-bit")
@@ -155,8 +166,9 @@ struct RecordingHardeningTests {
     @Test("a message quotes at most a short cut of the file")
     func shortMessages() throws {
         let long = String(repeating: "x", count: 100_000)
-        let event = RecordingFixture.recording(RecordingFixture.device(node: 0, frames: [[[0, 0, 3]]])).replacingOccurrences(
-            of: "[0, 0, 3]", with: "[0, 0, \"\(long)\"]")
+        let event = RecordingFixture.recording(RecordingFixture.device(node: 0, frames: [[[0, 0, 3]]]))
+            .replacingOccurrences(
+                of: "[0, 0, 3]", with: "[0, 0, \"\(long)\"]")
         #expect(
             Self.failure(event)
                 == "device 0: malformed event " + ("[0, 0, \"" + long).prefix(LibinputRecording.maximumQuoted) + "…")
@@ -210,7 +222,9 @@ struct RecordingHardeningTests {
         }
         var notes: [String] = []
         let text = RecordingFixture.recording(RecordingFixture.device(node: 0, slots: count, frames: frames))
-        let result = try LibinputRecording.frames(from: text, output: RecordingFixture.output, noted: { notes.append($0) }).get()
+        let result = try LibinputRecording.frames(
+            from: text, output: RecordingFixture.output, noted: { notes.append($0) }
+        ).get()
         // Slots 0…63 began (only slot 5 has a y, so only it has a location), then one move per frame.
         #expect(result.count == 1 + count)
         #expect(result[0].samples == [.began(5, at: Point(x: 240, y: 135))])
