@@ -296,6 +296,7 @@ final class Daemon {
     /// down anywhere (a resume would cancel nothing, so the forecast holds whatever the clocks say; they are read after
     /// the twin's write), then the forecasts made anew if a resume or the frame before changed the engine (nothing when
     /// neither did).
+    @inline(__always)
     private func prepareToForward(_ edge: EdgePanel) {
         if clocksPending, forecastsStale || edge.forecast?.resumeCancelsNothing != true { checkClocks() }
         refreshForecasts()

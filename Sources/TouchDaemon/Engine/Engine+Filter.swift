@@ -393,6 +393,7 @@ struct EdgeForecast: Sendable {
     /// decision, made without the frame's decoded events or any array, so that the edge writes it before it decodes
     /// anything. Nil when not certain. The decoder's and the forecast's tests prove the two equal. `mutating` for the
     /// reason ``twinFrame(for:scratch:)`` gives; it changes nothing.
+    @inline(__always)
     mutating func twinChange(for lone: EvdevTouchDecoder.LoneChange) -> TwinChange? {
         let sample: ContactSample
         switch lone.kind {
@@ -410,6 +411,7 @@ struct EdgeForecast: Sendable {
 
     /// The twin's change for what the application gets: its position in the twin's space, its number with the
     /// generation, and `slot` (``TwinChange/slot``).
+    @inline(__always)
     private func change(for record: AppTouchRecord, slot: Int) -> TwinChange {
         let position = record.location.flatMap { point -> (x: Double, y: Double)? in
             switch twinSpace {

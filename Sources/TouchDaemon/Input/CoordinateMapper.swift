@@ -30,6 +30,7 @@ struct CoordinateMapper: Hashable, Sendable {
         var entries: [Double] { [a, b, c, d, e, f] }
 
         /// Solves `self · (x, y, 1) = (px, py)`; nil when the matrix is singular.
+        @inline(__always)
         func solve(x px: Double, y py: Double) -> (x: Double, y: Double)? {
             let determinant = a * e - b * d
             guard determinant.isFinite, abs(determinant) > 1e-12 else { return nil }
@@ -89,6 +90,7 @@ struct CoordinateMapper: Hashable, Sendable {
     }
 
     /// The output position of a normalised device position; nil when the input is not finite.
+    @inline(__always)
     func map(x: Double, y: Double) -> Point? {
         guard x.isFinite, y.isFinite, let m = affine else { return nil }
         let cx = m.a * x + m.b * y + m.c
@@ -107,6 +109,7 @@ struct CoordinateMapper: Hashable, Sendable {
     /// The normalised device position of an output position: ``map(x:y:)`` undone (filter mode forwards the
     /// application's touches in device coordinates). Nil when the input is not finite or the calibration matrix has
     /// no inverse.
+    @inline(__always)
     func unmap(_ point: Point) -> (x: Double, y: Double)? {
         guard point.isFinite, region.width > 0, region.height > 0, let affine else { return nil }
         let rx = (point.x - region.minX) / region.width
@@ -122,11 +125,13 @@ struct CoordinateMapper: Hashable, Sendable {
     }
 
     /// Solves `matrix · (x, y, 1) = (px, py)` for a row-major 2×3 affine matrix; nil when it is singular.
+    @inline(__always)
     static func invert(_ matrix: [Double], x px: Double, y py: Double) -> (x: Double, y: Double)? {
         Affine(matrix)?.solve(x: px, y: py)
     }
 
     /// Normalises an absolute axis value the way libinput does: (value − minimum) / (range + 1).
+    @inline(__always)
     static func normalise(_ value: Int, minimum: Int, maximum: Int) -> Double? {
         guard maximum > minimum else { return nil }
         // Doubles hold every Int32 axis value exactly; the subtraction happens in Double, so it cannot overflow.

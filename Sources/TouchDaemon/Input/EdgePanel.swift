@@ -17,7 +17,10 @@ final class EdgePanel {
     /// touchd's own duplicate of the grabbed descriptor, non-blocking (the flag is the open file's, shared with it).
     let fd: Int32
     private var decoder: EvdevTouchDecoder
-    private var buffer: [input_event]
+    /// What each read takes from the kernel, in room of its own (as ``Twin``'s events): whole events, as many as fit;
+    /// 64 hold a frame of ten moving fingers.
+    private let buffer: UnsafeMutablePointer<input_event>
+    private static let bufferCapacity = 64
     /// One frame's decoded events, handed out and emptied, its room kept.
     private var decoded: [InputEvent] = []
     /// The errno that ended reading (the device went away); nil while it reads.
@@ -78,13 +81,14 @@ final class EdgePanel {
             slotRange: slots.map { (Int($0.minimum), Int($0.maximum)) },
             seatSlotBase: Self.seatSlotBase(device: device), calibration: calibration, initial: initial,
             resynchronises: true)
-        // The kernel hands out whole events, as many as fit: 64 hold a frame of ten moving fingers.
-        buffer = Array(repeating: input_event(), count: 64)
+        buffer = .allocate(capacity: Self.bufferCapacity)
+        buffer.initialize(repeating: input_event(), count: Self.bufferCapacity)
         decoded.reserveCapacity(8)
     }
 
     deinit {
         close(fd)
+        buffer.deallocate()
     }
 
     /// What the edge wrote to the twin for a frame before decoding it (``read(prepare:_:)``): the changes, and the
@@ -104,9 +108,9 @@ final class EdgePanel {
     /// the twin's frame first; `frame` then gets what was written with the frame's events, nil when nothing was.
     func read(prepare: () -> Void, _ frame: (inout [InputEvent], Written?) -> Bool) {
         guard failure == nil else { return }
-        let size = buffer.count * MemoryLayout<input_event>.stride
+        let size = Self.bufferCapacity * MemoryLayout<input_event>.stride
         while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, size) }
+            let count = Glibc.read(fd, buffer, size)
             if count < 0 {
                 if errno == EINTR { continue }
                 if errno != EAGAIN && errno != EWOULDBLOCK { failure = errno }
@@ -116,7 +120,7 @@ final class EdgePanel {
                 failure = ENODEV
                 return
             }
-            let events = count / MemoryLayout<input_event>.stride
+            let events = min(count / MemoryLayout<input_event>.stride, Self.bufferCapacity)
             // Where the next frame's events begin, and what was written of the frame being decoded.
             var frameStart = 0
             var written: Written?
@@ -171,11 +175,18 @@ final class EdgePanel {
     /// decoding will give (``EvdevTouchDecoder/loneChange(_:at:)``), the forecast what the application gets of it
     /// (``EdgeForecast/twinChange(for:)``), the same change the decoded frame gives. Nil when either is unsure, and
     /// nothing is written: the decoded frame then goes the usual way. Nothing before the write allocates.
+    ///
+    /// From the read to the write the work is compiled into three functions, this one, the forecast's `twinChange` and
+    /// the twin's `write` (the helpers they use are `@inline(__always)`, `AppForecast.predict` `@inlinable`): in the
+    /// test guest each function entered and each page of code run after a wake-up costs microseconds
+    /// (tools/perf/call-wake.c), and the application waits for every one before its write (docs/performance.md, "Fewer
+    /// functions before the write").
     private func forwardLone(_ range: Range<Int>, at reported: timeval) -> Written? {
-        guard forecast != nil else { return nil }
         let time = Instant(microseconds: Self.microseconds(reported))
-        let lone = buffer.withUnsafeBufferPointer { decoder.loneChange($0[range], at: time) }
-        guard let lone, let change = forecast?.twinChange(for: lone) else { return nil }
+        let events = UnsafeBufferPointer(start: buffer, count: range.upperBound)[range]
+        guard let lone = decoder.loneChange(events, at: time), let change = forecast?.twinChange(for: lone) else {
+            return nil
+        }
         let failure = forwarded(twin?.write(CollectionOfOne(change)))
         return Written(frame: TwinFrame(device: device, changes: [change]), failure: failure)
     }

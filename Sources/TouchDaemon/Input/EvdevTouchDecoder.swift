@@ -246,6 +246,7 @@ struct EvdevTouchDecoder: Sendable {
     /// decoder's state and changes nothing: the frame is decoded as always afterwards. Filter mode's edge asks it
     /// before decoding, to forward a touch before anything else (``EdgePanel``); the decoder's tests prove it against
     /// decoding.
+    @inline(__always)
     func loneChange<Events: Sequence>(_ events: Events, at time: Instant) -> LoneChange?
     where Events.Element: RawEvdevEvent {
         // Whatever an earlier read of this frame changed would be reported with it.
@@ -453,6 +454,7 @@ struct EvdevTouchDecoder: Sendable {
 
     /// A raw position normalised on the axes as libinput gives it, (value − minimum) / (maximum − minimum + 1), then
     /// libinput's calibration; nil when not finite.
+    @inline(__always)
     private func normalised(_ rawX: Int, _ rawY: Int) -> (x: Double, y: Double)? {
         guard let nx = CoordinateMapper.normalise(rawX, minimum: x.minimum, maximum: x.maximum),
             let ny = CoordinateMapper.normalise(rawY, minimum: y.minimum, maximum: y.maximum)

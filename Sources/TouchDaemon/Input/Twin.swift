@@ -35,8 +35,11 @@ final class Twin {
     /// libinput's calibration of the panel, undone on the way out: the twin gets the panel's udev properties, so the
     /// compositor's libinput applies the same matrix to it.
     private let calibration: [Double]
-    /// The slots: which touch holds each (nil: free).
-    private var slots: [UInt64?]
+    /// The slots: which touch holds each (nil: free). Room of its own, as ``events``: a change to a slot on the way to
+    /// the application's write then costs no uniqueness check or copy of an array.
+    private let slots: UnsafeMutableBufferPointer<UInt64?>
+    /// How many of the slots hold a touch.
+    private var occupied = 0
     private var nextTrackingID: Int32 = 1
     /// One frame's events, composed in place before its write: room for a frame of every slot changing, so that no
     /// frame the application waits for allocates (grown in the unlikely case that a frame needs more).
@@ -117,7 +120,8 @@ final class Twin {
         uinput = created
         fd = libevdev_uinput_get_fd(created)
         devnode = libevdev_uinput_get_devnode(created).map { String(cString: $0) }
-        slots = Array(repeating: nil, count: count)
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
         capacity = 8 * max(count, 1) + 8
         events = .allocate(capacity: capacity)
     }
@@ -125,17 +129,19 @@ final class Twin {
     deinit {
         libevdev_uinput_destroy(uinput)
         events.deallocate()
+        slots.deallocate()
     }
 
     /// Whether any touch is down on the twin.
-    var hasTouchesDown: Bool { slots.contains { $0 != nil } }
+    var hasTouchesDown: Bool { occupied > 0 }
 
     /// Writes one frame of changes (and, for palm cancels, the frame that frees their slots) in one write(2).
     /// Returns the errno of a failed write, or nil. Any sequence: filter mode's edge writes the one change of a frame
     /// that changes one contact (`CollectionOfOne`) without making an array of it.
     func write(_ changes: some Sequence<TwinChange>) -> Int32? {
         used = 0
-        var palmed: [Int] = []
+        // The slots cancelled with a palm, as bits (a twin has at most 64 slots): no array on the application's path.
+        var palmed: UInt64 = 0
         for change in changes {
             switch change.phase {
             case .down:
@@ -144,6 +150,7 @@ final class Twin {
                     continue
                 }
                 slots[slot] = change.touch
+                occupied += 1
                 let id = nextTrackingID
                 nextTrackingID = nextTrackingID == 65535 ? 1 : nextTrackingID + 1
                 append(EV_ABS, ABS_MT_SLOT, Int32(slot))
@@ -151,34 +158,39 @@ final class Twin {
                 // and a slot still marked PALM makes it ignore the whole contact.
                 append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
                 append(EV_ABS, ABS_MT_TRACKING_ID, id)
-                appendPosition(change)
             case .move:
                 guard let slot = slots.firstIndex(of: change.touch) else { continue }
                 append(EV_ABS, ABS_MT_SLOT, Int32(slot))
-                appendPosition(change)
             case .up:
                 guard let slot = slots.firstIndex(of: change.touch) else { continue }
                 slots[slot] = nil
+                occupied -= 1
                 append(EV_ABS, ABS_MT_SLOT, Int32(slot))
                 append(EV_ABS, ABS_MT_TRACKING_ID, -1)
+                continue
             case .cancel:
                 guard let slot = slots.firstIndex(of: change.touch) else { continue }
                 slots[slot] = nil
+                occupied -= 1
                 append(EV_ABS, ABS_MT_SLOT, Int32(slot))
                 switch cancelWith {
                 case .palm:
                     append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_PALM))
-                    palmed.append(slot)
+                    palmed |= 1 &<< UInt64(slot)
                 case .lift:
                     append(EV_ABS, ABS_MT_TRACKING_ID, -1)
                 }
+                continue
             }
+            // A contact that began or moved: where it is now (one place in the code for both, so that it is compiled
+            // into this function rather than called).
+            appendPosition(change)
         }
         guard used > 0 else { return nil }
-        if !palmed.isEmpty {
+        if palmed != 0 {
             // libinput cancels at the palm frame; the end of the contact follows in a frame of its own.
             append(EV_SYN, SYN_REPORT, 0)
-            for slot in palmed {
+            for slot in 0..<slots.count where palmed & (1 &<< UInt64(slot)) != 0 {
                 append(EV_ABS, ABS_MT_SLOT, Int32(slot))
                 append(EV_ABS, ABS_MT_TRACKING_ID, -1)
                 append(EV_ABS, ABS_MT_TOOL_TYPE, Int32(MT_TOOL_FINGER))
@@ -202,11 +214,13 @@ final class Twin {
         return nil
     }
 
+    @inline(__always)
     private func freeSlot(preferring preferred: Int) -> Int? {
         if slots.indices.contains(preferred), slots[preferred] == nil { return preferred }
         return slots.firstIndex { $0 == nil }
     }
 
+    @inline(__always)
     private func appendPosition(_ change: TwinChange) {
         guard let nx = change.x, let ny = change.y,
             let raw = CoordinateMapper.invert(calibration, x: nx, y: ny)
@@ -231,6 +245,7 @@ final class Twin {
     }
 
     /// libinput's normalisation undone: value = n · (maximum − minimum + 1) + minimum, rounded and kept in range.
+    @inline(__always)
     static func deviceValue(_ normalised: Double, _ minimum: Int32, _ maximum: Int32) -> Int32 {
         let span = Double(maximum) - Double(minimum) + 1
         let value = (normalised * span + Double(minimum)).rounded()
@@ -239,6 +254,7 @@ final class Twin {
         return Int32(exactly: min(Double(maximum), max(Double(minimum), value))) ?? minimum
     }
 
+    @inline(__always)
     private func append(_ type: Int32, _ code: Int32, _ value: Int32) {
         if used == capacity {
             let larger = UnsafeMutablePointer<input_event>.allocate(capacity: 2 * capacity)
