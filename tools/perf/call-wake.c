@@ -75,68 +75,13 @@ int main(void) {
                 -1, 0);
     check(text != MAP_FAILED, "call-wake: mmap");
 
-    long long n0 = now_ns();
-    unsigned long long r0 = __rdtsc();
-    while (now_ns() - n0 < 200000000LL) {
-    }
-    double nsPerTick = (double)(now_ns() - n0) / (double)(__rdtsc() - r0);
-
+    double nsPerTick = ns_per_tick();
     const int counts[] = {16, 64};
     for (int mode = 0; mode < modes; mode++) {
         for (int c = 0; c < 2; c++) {
             int k = counts[c];
-            step_fn caller = build((enum Mode)mode, k);
-            int toSleeper[2], back[2], toOther[2];
-            check(pipe(toSleeper) == 0 && pipe(back) == 0 && pipe(toOther) == 0, "call-wake: pipe");
-            // The other process: on the sleeper's vCPU, woken 3 ms before the sleeper.
-            pid_t other = fork();
-            check(other >= 0, "call-wake: fork");
-            if (other == 0) {
-                pin("call-wake", 1);
-                static volatile unsigned char own[64 * pageSize];
-                char byte;
-                while (read(toOther[0], &byte, 1) == 1) {
-                    for (int i = 0; i < 64; i++) own[i * pageSize]++;
-                }
-                _exit(0);
-            }
-            pid_t sleeper = fork();
-            check(sleeper >= 0, "call-wake: fork");
-            if (sleeper == 0) {
-                pin("call-wake", 1);
-                caller(0);
-                char byte;
-                for (int t = 0; t < trials; t++) {
-                    if (read(toSleeper[0], &byte, 1) != 1) _exit(1);
-                    unsigned long long a = __rdtsc();
-                    caller(a);
-                    unsigned long long b = __rdtsc();
-                    caller(b);
-                    unsigned long long e = __rdtsc();
-                    unsigned long long passes[2] = {b - a, e - b};
-                    if (write(back[1], passes, sizeof passes) != sizeof passes) _exit(1);
-                }
-                _exit(0);
-            }
-            pin("call-wake", 0);
             long long cold[trials], warm[trials];
-            for (int t = 0; t < trials; t++) {
-                usleep(20000);
-                check(write(toOther[1], "x", 1) == 1, "call-wake: write");
-                usleep(3000);
-                check(write(toSleeper[1], "x", 1) == 1, "call-wake: write");
-                unsigned long long passes[2];
-                check(read(back[0], passes, sizeof passes) == sizeof passes, "call-wake: read");
-                cold[t] = (long long)(passes[0] * nsPerTick);
-                warm[t] = (long long)(passes[1] * nsPerTick);
-            }
-            waitpid(sleeper, NULL, 0);
-            kill(other, SIGKILL);
-            waitpid(other, NULL, 0);
-            int fds[] = {toSleeper[0], toSleeper[1], back[0], back[1], toOther[0], toOther[1]};
-            for (int i = 0; i < 6; i++) close(fds[i]);
-            qsort(cold, trials, sizeof cold[0], compare);
-            qsort(warm, trials, sizeof warm[0], compare);
+            wake_twice("call-wake", build((enum Mode)mode, k), 1, trials, nsPerTick, cold, warm);
             printf("call-wake: switched %s K %3d: cold p50 %6.1f us p90 %6.1f, warm p50 %6.1f us\n", modeNames[mode], k,
                    cold[trials / 2] / 1000.0, cold[trials * 9 / 10] / 1000.0, warm[trials / 2] / 1000.0);
             fflush(stdout);
