@@ -106,7 +106,8 @@ struct JSONLine {
             text += "null".utf8
             return
         }
-        if value == value.rounded(), abs(value) < 1e15, let whole = Int(exactly: value) {
+        // A whole number below 1e15 in magnitude as an integer (`Int(exactly:)` is nil for any other).
+        if abs(value) < 1e15, let whole = Int(exactly: value) {
             appendInteger(whole, to: &text)
         } else {
             text += "\(value)".utf8
