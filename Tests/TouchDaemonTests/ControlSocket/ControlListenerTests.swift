@@ -47,7 +47,11 @@ struct ControlListenerTests {
         #expect(
             ControlListener.create(path: path, group: nil).failureMessage
                 == "another process is listening on \(path)")
-        // Closing the descriptor without removing the file leaves a stale socket, which the next start replaces.
+        // Closing the descriptor without removing the file leaves a stale socket, which the next start replaces. The
+        // shutdown first: a child that another test forks at this moment holds a copy of the descriptor until its exec,
+        // and would keep the socket listening past the close (seen once in CI); a shut-down socket refuses connections
+        // whoever holds it.
+        shutdown(live.fileDescriptor, Int32(SHUT_RDWR))
         close(live.fileDescriptor)
         var status = stat()
         #expect(lstat(path, &status) == 0)
