@@ -115,8 +115,8 @@ struct JSONLine {
     }
 
     /// `value` in decimal, written straight into `text`: a socket target's message has four or five integers, and
-    /// making a `String` of each took 43 of the message's 109 µs in the test guest (docs/performance.md, "The work
-    /// after the write").
+    /// making a `String` of each took 43 of the message's 109 µs in the test guest (the probes of "The work after the
+    /// write" in `git show 58ec393:docs/performance.md`).
     static func appendInteger(_ value: Int, to text: inout [UInt8]) {
         if value < 0 { text.append(UInt8(ascii: "-")) }
         var rest = value.magnitude
