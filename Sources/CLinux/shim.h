@@ -2,7 +2,7 @@
 // wait, eventfd(2) for waking executor threads, prctl(2) to name threads, getrusage(2) per thread, tgkill(2) and
 // sigaction(2) for SignalChannel's forwarding handler, sched_setscheduler(2) for the input thread's yield to the target
 // it wakes (SendYield.swift), fcntl(2)'s pipe capacity for `touchd speech-module`, sched_setaffinity(2) for
-// touchd-e2e's stall watch. Header-only; the daemon's Services, Actions, Input and Engine layers, the command line and
+// touchd-e2e's stall watch. Header-only; the daemon's Daemon, Actions, Input and Engine layers, the command line and
 // touchd-e2e import it.
 #ifndef TOUCHD_CLINUX_SHIM_H
 #define TOUCHD_CLINUX_SHIM_H
