@@ -34,13 +34,6 @@ static const char *const modeNames[modes] = {"inline          ", "K functions   
 typedef unsigned long (*step_fn)(unsigned long);
 static unsigned char *text;
 
-static void check(int ok, const char *what) {
-    if (!ok) {
-        perror(what);
-        exit(1);
-    }
-}
-
 // `call target` (e8 rel32) at *at, which moves on past it.
 static void emitCall(unsigned char **at, const unsigned char *target) {
     int rel = (int)(target - (*at + 5));
@@ -73,7 +66,7 @@ static step_fn build(enum Mode mode, int k) {
 int main(void) {
     text = mmap(NULL, 4 * pageSize, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
                 -1, 0);
-    check(text != MAP_FAILED, "call-wake: mmap");
+    wake_check(text != MAP_FAILED, "call-wake", "mmap");
 
     double nsPerTick = ns_per_tick();
     const int counts[] = {16, 64};

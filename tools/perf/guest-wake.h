@@ -49,6 +49,7 @@ static inline double ns_per_tick(void) {
     return (double)(now_ns() - n0) / (double)(__rdtsc() - r0);
 }
 
+// Exits with `program: what: ` and errno's text unless `ok`.
 static inline void wake_check(int ok, const char *program, const char *what) {
     if (!ok) {
         fprintf(stderr, "%s: ", program);

@@ -45,17 +45,10 @@ static unsigned long touch(unsigned long x) {
     return x;
 }
 
-static void check(int ok, const char *what) {
-    if (!ok) {
-        perror(what);
-        exit(1);
-    }
-}
-
 int main(void) {
     unsigned char *text = mmap(NULL, maxPages * pageSize, PROT_READ | PROT_WRITE | PROT_EXEC,
                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    check(text != MAP_FAILED, "page-wake: mmap");
+    wake_check(text != MAP_FAILED, "page-wake", "mmap");
     for (int i = 0; i < maxPages; i++) {
         // lea rax, [rdi + 1]; ret
         unsigned char *f = text + i * pageSize + (i * 64) % pageSize;
@@ -63,7 +56,7 @@ int main(void) {
         code[i] = (step_fn)f;
     }
     data = mmap(NULL, maxPages * pageSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    check(data != MAP_FAILED, "page-wake: mmap");
+    wake_check(data != MAP_FAILED, "page-wake", "mmap");
 
     double nsPerTick = ns_per_tick();
     const int counts[] = {0, 16, 64, 256};
